@@ -1,0 +1,49 @@
+"""Per-run settings of the memory graph, passed as `context=` at invoke time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant with long-term memory of this user."
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Settings for one run of the engram graph (LangGraph's `context_schema`).
+
+    Example:
+        >>> ctx = Context(user_id="alice", message_threshold=6)
+        >>> (ctx.user_id, ctx.token_threshold, ctx.recall_k)
+        ('alice', 3000, 5)
+    """
+
+    user_id: str = "default"
+    """Whose long-term memories are recalled and written (namespace `("memories", user_id)`)."""
+
+    context_window: int | None = None
+    """The answering model's context window in tokens; None looks the model up in a table of
+    current models, and an unknown model gets 8192."""
+
+    message_threshold: int = 10
+    """Compaction fires when this many messages are not yet summarized."""
+
+    token_threshold: int | None = 3000
+    """Compaction also fires when the unsummarized messages exceed this many tokens; None disables."""
+
+    max_summary_tokens: int = 1000
+    """Upper bound on the running summary's length."""
+
+    consolidate_every_turns: int = 5
+    """Long-term memories are extracted every this many turns (and on eviction and session end)."""
+
+    recall_k: int = 5
+    """How many long-term memories are recalled per turn at most."""
+
+    recall_timeout_ms: int = 500
+    """Recall that takes longer is abandoned; the turn goes on without memories."""
+
+    incognito: bool = False
+    """No recall and no extraction for this run (seed 003's temporary chat)."""
+
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    """The answering model's instructions; memories and the summary are appended to it."""
