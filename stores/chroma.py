@@ -358,6 +358,7 @@ class ChromaStore(BaseStore):
         return sorted(matching)[op.offset : op.offset + op.limit]
 
     def _apply_puts(self, plan: _Plan, doc_vectors: list[list[float]], now: float) -> None:
+        self._check_dims(doc_vectors)
         writes = [op for op in plan.puts.values() if op.value is not None]
         deletes = [md.item_id(op.namespace, op.key) for op in plan.puts.values() if op.value is None]
         ids = [md.item_id(op.namespace, op.key) for op in writes]
@@ -387,7 +388,6 @@ class ChromaStore(BaseStore):
         item_metadata: dict[str, dict[str, Any]],
     ) -> None:
         assert self._vectors is not None
-        self._check_dims(doc_vectors)
         vector_ids = [f"{t.item_id}:{t.path}" for t in plan.texts]
         metadatas = [
             {

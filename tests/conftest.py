@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 _SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -12,3 +22,60 @@ os.environ.setdefault(
 )
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_SHARED / "tiktoken"))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with code {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout}s")
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real `chroma run` on 127.0.0.1 and a free port, for the whole session; yields its URL."""
+    chroma = shutil.which("chroma") or str(Path(sys.executable).parent / "chroma")
+    port = free_port()
+    data = tmp_path_factory.mktemp("chroma-server")
+    log = open(data / "server.log", "wb")
+    proc = subprocess.Popen(
+        [chroma, "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(data / "db")],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_process_group(proc)
+        log.close()
+
+
+@pytest.fixture
+def unique_name() -> str:
+    """A fresh Chroma collection name per test."""
+    return f"t-{uuid.uuid4().hex[:12]}"
