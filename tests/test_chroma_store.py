@@ -1,0 +1,155 @@
+"""ChromaStore beyond the shared contract: persistence across processes, servers, graphs, factories."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import chromadb
+import pytest
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
+
+from conftest import free_port
+from engram.stores.chroma import ChromaStore, make_store
+from fakes import NGramEmbeddings
+
+TESTS = Path(__file__).parent
+
+
+def _run(code: str) -> str:
+    """Run `code` in a fresh interpreter (a really closed and reopened client)."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=TESTS,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_persistent_store_survives_a_new_process(tmp_path):
+    path = tmp_path / "db"
+    store = ChromaStore(
+        path=path, collection="persist", index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["text"]}
+    )
+    store.put(("users", "alice"), "pref", {"text": "prefers dark mode", "n": 1})
+    store.put(("users", "bob"), "pref", {"text": "likes tax forms", "n": 2})
+    created = store.get(("users", "alice"), "pref").created_at
+
+    out = _run(
+        f"""
+        import json
+        from engram.stores.chroma import ChromaStore
+        from fakes import NGramEmbeddings
+        store = ChromaStore(path={str(path)!r}, collection="persist",
+                            index={{"dims": 256, "embed": NGramEmbeddings(), "fields": ["text"]}})
+        item = store.get(("users", "alice"), "pref")
+        hits = store.search(("users",), query="dark mode")
+        print(json.dumps({{"value": item.value, "created": item.created_at.isoformat(),
+                          "top": hits[0].key, "top_ns": list(hits[0].namespace),
+                          "namespaces": [list(n) for n in store.list_namespaces()]}}))
+        """
+    )
+    seen = json.loads(out)
+    assert seen["value"] == {"text": "prefers dark mode", "n": 1}
+    assert seen["created"] == created.isoformat()
+    assert seen["top_ns"] == ["users", "alice"]
+    assert seen["namespaces"] == [["users", "alice"], ["users", "bob"]]
+
+
+def test_from_url_reaches_a_real_server_with_tenant_and_database(chroma_server):
+    admin = chromadb.AdminClient(chromadb.Settings(chroma_server_host="127.0.0.1",
+                                                    chroma_server_http_port=int(chroma_server.rsplit(":", 1)[1]),
+                                                    chroma_api_impl="chromadb.api.fastapi.FastAPI"))
+    admin.create_tenant("acme")
+    admin.create_database("memories", tenant="acme")
+    store = ChromaStore.from_url(chroma_server, collection="tenanted", tenant="acme", database="memories")
+    store.put(("t",), "k", {"v": 1})
+    other = ChromaStore.from_url(chroma_server, collection="tenanted")
+    assert store.get(("t",), "k").value == {"v": 1}
+    assert other.get(("t",), "k") is None, "default tenant must not see the acme tenant's data"
+
+
+def test_unreachable_server_error_names_host_and_port():
+    port = free_port()
+    with pytest.raises(ConnectionError, match=rf"127\.0\.0\.1:{port}"):
+        ChromaStore.from_url(f"http://127.0.0.1:{port}")
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8000", "ftp://host:1", "http://"])
+def test_bad_url_is_a_clear_error(url):
+    with pytest.raises(ValueError, match="http://host:port"):
+        ChromaStore.from_url(url)
+
+
+@pytest.mark.parametrize("name", ["ab", "-bad", "has space", "x" * 600])
+def test_bad_collection_name_is_a_clear_error(name):
+    with pytest.raises(ValueError, match="invalid collection name"):
+        ChromaStore(chromadb.EphemeralClient(), collection=name)
+
+
+def test_default_path_is_the_engram_data_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path / "data"))
+    store = ChromaStore(collection="defaults")
+    store.put(("x",), "k", {"v": 1})
+    assert (tmp_path / "data" / "chroma" / "chroma.sqlite3").exists()
+
+
+def test_make_store_factory_uses_local_embeddings(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ENGRAM_CHROMA_URL", raising=False)
+    store = make_store()
+    store.put(("memories", "alice"), "1", {"content": "Alice prefers dark mode in her editor"})
+    store.put(("memories", "alice"), "2", {"content": "Alice's cat is called Miso"})
+    hits = store.search(("memories", "alice"), query="which editor theme does she like?")
+    assert hits[0].key == "1"
+
+
+def test_make_store_factory_uses_a_server_when_configured(chroma_server, monkeypatch):
+    monkeypatch.setenv("ENGRAM_CHROMA_URL", chroma_server)
+    store = make_store()
+    assert isinstance(store.client, chromadb.api.client.Client)
+    store.put(("from", "factory"), "k", {"v": 1})
+    assert ChromaStore.from_url(chroma_server).get(("from", "factory"), "k").value == {"v": 1}
+
+
+@dataclass
+class _Ctx:
+    user_id: str
+
+
+class _State(TypedDict):
+    note: str
+    found: list[str]
+
+
+async def _remember(state: _State, runtime: Runtime[_Ctx]) -> dict:
+    namespace = ("notes", runtime.context.user_id)
+    await runtime.store.aput(namespace, str(len(state["note"])), {"text": state["note"]})
+    hits = await runtime.store.asearch(namespace, query="dark mode", limit=2)
+    return {"found": [hit.value["text"] for hit in hits]}
+
+
+def test_a_compiled_graph_writes_and_searches_through_runtime_store():
+    store = ChromaStore(
+        chromadb.EphemeralClient(),
+        collection="graph-test",
+        index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["text"]},
+    )
+    builder = StateGraph(_State, context_schema=_Ctx)
+    builder.add_node("remember", _remember)
+    builder.add_edge(START, "remember")
+    graph = builder.compile(store=store)
+    asyncio.run(graph.ainvoke({"note": "tax forms are due", "found": []}, context=_Ctx("u1")))
+    out = asyncio.run(graph.ainvoke({"note": "I like dark mode", "found": []}, context=_Ctx("u1")))
+    assert out["found"][0] == "I like dark mode"
+    assert asyncio.run(graph.ainvoke({"note": "x", "found": []}, context=_Ctx("u2")))["found"] == ["x"]
