@@ -1,0 +1,333 @@
+"""`LongTermMemory`: a user's long-term memories in any LangGraph `BaseStore`, with their read/write policy.
+
+Recall ranks current, non-forgotten memories by DESIGN's combined score (0.6 similarity +
+0.25 importance + 0.15 recency, half-life 30 days) and updates their access statistics. Writes go
+through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
+similarity, add), are idempotent, and record provenance (source thread and message ids).
+
+The logic lives once, as pure steps in `engram.stores.memory_policy`; the async methods drive it
+with `store.abatch` and the sync ones with `store.batch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import TypeVar
+
+from langgraph.store.base import BaseStore
+
+from engram.stores.memory_policy import (
+    PolicySettings,
+    RecallSettings,
+    Steps,
+    delete_steps,
+    get_steps,
+    list_steps,
+    search_steps,
+    set_forgotten_steps,
+    upsert_steps,
+)
+from engram.stores.memory_types import (
+    CATEGORIES,
+    DEFAULT_IMPORTANCE,
+    Category,
+    Memory,
+    MemoryCandidate,
+    ScoredMemory,
+    ScoreWeights,
+    WriteResult,
+    combined_score,
+    content_hash,
+    utc_now,
+)
+
+T = TypeVar("T")
+
+MEMORY_NAMESPACE = "memories"
+"""Root of the memory namespace `("memories", user_id)`."""
+HASH_NAMESPACE = "memory_hashes"
+"""Root of the exact-duplicate registry `("memory_hashes", user_id)`."""
+
+
+class LongTermMemory:
+    """A user's long-term memories in a LangGraph store, with recall ranking and the write policy.
+
+    Args:
+        store: Any `BaseStore` with an index on `content` (`ChromaStore`, or `InMemoryStore`
+            with `index={"dims": ..., "embed": ..., "fields": ["content"]}`).
+        duplicate_threshold: Similarity at or above which a candidate merges into a memory of the
+            same category (DESIGN: 0.9).
+        min_importance: Candidates below this importance are dropped (DESIGN: 0.5).
+        min_similarity: Recall ignores memories less similar than this to the query. The right
+            floor depends on the embedder (seed 000's 0.6 is for OpenAI embeddings); 0 keeps all.
+        weights: Weights of the combined recall score.
+        half_life_days: Half-life of the recency term.
+        pool_factor: Candidates fetched per requested result before re-ranking (seed 002: 3).
+        clock: Returns the current time (timezone-aware); tests pass a fixed one.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> ltm = LongTermMemory(InMemoryStore())
+        >>> c = MemoryCandidate(content="I prefer dark mode in every editor", category="preference")
+        >>> [r.action for r in ltm.upsert("alice", [c], thread_id="t1", message_ids=["m1"])]
+        ['created']
+        >>> [r.action for r in ltm.upsert("alice", [c], thread_id="t1", message_ids=["m1"])]
+        ['unchanged']
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        duplicate_threshold: float = 0.9,
+        min_importance: float = 0.5,
+        min_similarity: float = 0.0,
+        weights: ScoreWeights = ScoreWeights(),
+        half_life_days: float = 30.0,
+        pool_factor: int = 3,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.policy = PolicySettings(
+            duplicate_threshold=duplicate_threshold, min_importance=min_importance
+        )
+        self.recall = RecallSettings(
+            weights=weights,
+            half_life_days=half_life_days,
+            min_similarity=min_similarity,
+            pool_factor=pool_factor,
+        )
+        self.clock = clock
+
+    @staticmethod
+    def namespace(user_id: str) -> tuple[str, str]:
+        """Where a user's memories live: `("memories", user_id)`."""
+        return (MEMORY_NAMESPACE, _checked_user(user_id))
+
+    @staticmethod
+    def hash_namespace(user_id: str) -> tuple[str, str]:
+        """Where a user's exact-duplicate registry lives: `("memory_hashes", user_id)`."""
+        return (HASH_NAMESPACE, _checked_user(user_id))
+
+    # -- recall -------------------------------------------------------------------------------
+
+    async def asearch(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Recall the `k` memories that best match `query`, best first.
+
+        Args:
+            user_id: Whose memories.
+            query: What to match (e.g. the current message and the 3 before it).
+            k: How many at most.
+            categories: Only these categories (all when None).
+            include_superseded: Also memories replaced by a newer value of their `key`.
+            include_forgotten: Also soft-deleted memories.
+            touch: Count this recall in `access_count` / `last_accessed` of the results.
+        """
+        return await self._arun(self._search(user_id, query, k, categories, include_superseded,
+                                             include_forgotten, touch))
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Sync `asearch`."""
+        return self._run(self._search(user_id, query, k, categories, include_superseded,
+                                      include_forgotten, touch))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def aupsert(
+        self,
+        user_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        thread_id: str | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> list[WriteResult]:
+        """Write candidates through the write policy, in order; one result per candidate.
+
+        Args:
+            user_id: Whose memories.
+            candidates: What extraction proposed (or what a person added by hand).
+            thread_id: The conversation they came from (provenance).
+            message_ids: The messages they came from, unless a candidate names its own.
+        """
+        return await self._arun(self._upsert(user_id, candidates, thread_id, message_ids))
+
+    def upsert(
+        self,
+        user_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        thread_id: str | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> list[WriteResult]:
+        """Sync `aupsert`."""
+        return self._run(self._upsert(user_id, candidates, thread_id, message_ids))
+
+    # -- management (issue 5 extends these) ---------------------------------------------------
+
+    async def aget(self, user_id: str, memory_id: str) -> Memory | None:
+        """One memory by id (any status), or None."""
+        return await self._arun(get_steps(self.namespace(user_id), memory_id))
+
+    def get(self, user_id: str, memory_id: str) -> Memory | None:
+        """Sync `aget`."""
+        return self._run(get_steps(self.namespace(user_id), memory_id))
+
+    async def alist(
+        self,
+        user_id: str,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """A user's memories, most recently updated first."""
+        return await self._arun(list_steps(
+            self.namespace(user_id), categories=categories, include_superseded=include_superseded,
+            include_forgotten=include_forgotten, limit=limit, offset=offset))
+
+    def list(
+        self,
+        user_id: str,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Sync `alist`."""
+        return self._run(list_steps(
+            self.namespace(user_id), categories=categories, include_superseded=include_superseded,
+            include_forgotten=include_forgotten, limit=limit, offset=offset))
+
+    async def aforget(self, user_id: str, memory_id: str) -> Memory | None:
+        """Soft-delete: kept and restorable, no longer recalled. None if there is no such memory."""
+        return await self._arun(self._set_forgotten(user_id, memory_id, True))
+
+    def forget(self, user_id: str, memory_id: str) -> Memory | None:
+        """Sync `aforget`."""
+        return self._run(self._set_forgotten(user_id, memory_id, True))
+
+    async def arestore(self, user_id: str, memory_id: str) -> Memory | None:
+        """Undo `forget`. None if there is no such memory."""
+        return await self._arun(self._set_forgotten(user_id, memory_id, False))
+
+    def restore(self, user_id: str, memory_id: str) -> Memory | None:
+        """Sync `arestore`."""
+        return self._run(self._set_forgotten(user_id, memory_id, False))
+
+    async def adelete(self, user_id: str, memory_id: str) -> bool:
+        """Delete for good (not restorable). False if there was no such memory."""
+        return await self._arun(
+            delete_steps(self.namespace(user_id), self.hash_namespace(user_id), memory_id))
+
+    def delete(self, user_id: str, memory_id: str) -> bool:
+        """Sync `adelete`."""
+        return self._run(
+            delete_steps(self.namespace(user_id), self.hash_namespace(user_id), memory_id))
+
+    # -- shared step builders and the two drivers ---------------------------------------------
+
+    def _search(
+        self,
+        user_id: str,
+        query: str,
+        k: int,
+        categories: Iterable[Category] | None,
+        include_superseded: bool,
+        include_forgotten: bool,
+        touch: bool,
+    ) -> Steps[list[ScoredMemory]]:
+        return search_steps(
+            self.namespace(user_id), query, k,
+            categories=list(categories) if categories else None,
+            include_superseded=include_superseded, include_forgotten=include_forgotten,
+            touch=touch, now=self.clock(), settings=self.recall,
+        )
+
+    def _upsert(
+        self,
+        user_id: str,
+        candidates: Sequence[MemoryCandidate],
+        thread_id: str | None,
+        message_ids: Sequence[str],
+    ) -> Steps[list[WriteResult]]:
+        namespace, hashes = self.namespace(user_id), self.hash_namespace(user_id)
+        now = self.clock().isoformat()
+        results = []
+        for candidate in candidates:
+            result = yield from upsert_steps(
+                namespace, hashes, candidate, thread_id=thread_id,
+                message_ids=list(message_ids), now=now, settings=self.policy,
+            )
+            results.append(result)
+        return results
+
+    def _set_forgotten(self, user_id: str, memory_id: str, forgotten: bool) -> Steps[Memory | None]:
+        return set_forgotten_steps(self.namespace(user_id), memory_id, forgotten=forgotten,
+                                   now=self.clock().isoformat())
+
+    def _run(self, steps: Steps[T]) -> T:
+        try:
+            ops = next(steps)
+            while True:
+                ops = steps.send(self.store.batch(ops))
+        except StopIteration as done:
+            return done.value
+
+    async def _arun(self, steps: Steps[T]) -> T:
+        try:
+            ops = next(steps)
+            while True:
+                ops = steps.send(await self.store.abatch(ops))
+        except StopIteration as done:
+            return done.value
+
+
+def _checked_user(user_id: str) -> str:
+    if not isinstance(user_id, str) or not user_id or "." in user_id:
+        raise ValueError(
+            f"user_id must be a non-empty string without '.', since it is a LangGraph store "
+            f"namespace label; got {user_id!r}. Replace dots (e.g. in e-mail addresses) first."
+        )
+    return user_id
+
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_IMPORTANCE",
+    "HASH_NAMESPACE",
+    "MEMORY_NAMESPACE",
+    "Category",
+    "LongTermMemory",
+    "Memory",
+    "MemoryCandidate",
+    "ScoreWeights",
+    "ScoredMemory",
+    "WriteResult",
+    "combined_score",
+    "content_hash",
+]

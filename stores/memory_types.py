@@ -1,0 +1,251 @@
+"""The long-term memory value model, write candidates and results, and the combined recall score.
+
+A memory is a store item under `("memories", <user_id>)` whose value is `Memory.to_value()`
+(DESIGN "Long-term memories"). Timestamps are ISO-8601 strings in UTC. `current` is derived
+from `valid_until` and stored so that stores can filter on it (Chroma metadata cannot hold None,
+so nothing filters on `valid_until` itself).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal, get_args
+from uuid import uuid4
+
+from langgraph.store.base import Item
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
+CATEGORIES: tuple[str, ...] = get_args(Category)
+
+DEFAULT_IMPORTANCE: dict[str, float] = {
+    "preference": 0.9,
+    "fact": 0.8,
+    "lesson": 0.85,
+    "goal": 0.7,
+    "project": 0.8,
+    "skill": 0.75,
+}
+"""Importance of a candidate that gives none. Seed 003 sets preference, fact, lesson and goal;
+`project` is a fact about the user's work, so it gets fact's 0.8; `skill` (a reusable way of
+doing something) sits between goal and lesson at 0.75."""
+
+MAX_CONTENT_CHARS = 2000
+"""Seed 000's cap on a merged memory: a merge longer than this keeps only the newer text."""
+
+WriteAction = Literal["created", "merged", "duplicate", "superseded", "unchanged", "dropped"]
+
+_KEY_CHARS = re.compile(r"[^a-z0-9_.]+")
+
+
+class Memory(BaseModel):
+    """One long-term memory, as stored (the store item's key is `id`).
+
+    Example:
+        >>> m = Memory.new("I prefer dark mode", "preference", 0.9, now="2026-01-01T00:00:00+00:00")
+        >>> (m.category, m.current, m.forgotten)
+        ('preference', True, False)
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    content: str
+    category: Category
+    importance: float = Field(ge=0.0, le=1.0)
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    access_count: int = 0
+    last_accessed: str | None = None
+    source_thread_id: str | None = None
+    source_message_ids: list[str] = Field(default_factory=list)
+    valid_from: str
+    valid_until: str | None = None
+    """When a newer memory with the same `key` replaced this one; None while current."""
+    supersedes: list[str] = Field(default_factory=list)
+    """Ids of the memories this one replaced."""
+    superseded_by: str | None = None
+    forgotten: bool = False
+    """Soft delete: kept and restorable, but not recalled by default."""
+    key: str | None = None
+    """Subject/attribute slug, e.g. `preference.frontend_framework`: a new value supersedes."""
+    structured_data: dict[str, Any] | None = None
+    content_hashes: list[str] = Field(default_factory=list)
+    """Normalised hashes of every text this memory absorbed (exact-duplicate detection)."""
+    created_at: str
+    updated_at: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def current(self) -> bool:
+        """Not superseded (stored, so that a store can filter on it)."""
+        return self.valid_until is None
+
+    @classmethod
+    def new(
+        cls,
+        content: str,
+        category: Category,
+        importance: float,
+        *,
+        now: str,
+        id: str | None = None,
+        **fields: Any,
+    ) -> Memory:
+        """A fresh memory valid from `now`."""
+        return cls(
+            id=id or str(uuid4()),
+            content=content,
+            category=category,
+            importance=importance,
+            valid_from=now,
+            created_at=now,
+            updated_at=now,
+            content_hashes=[content_hash(content)],
+            **fields,
+        )
+
+    @classmethod
+    def from_item(cls, item: Item) -> Memory:
+        """Read a memory back from a store item."""
+        return cls.model_validate({**item.value, "id": item.key})
+
+    def to_value(self) -> dict[str, Any]:
+        """The store value (JSON-safe; includes the derived `current` flag)."""
+        return self.model_dump(mode="json")
+
+
+class MemoryCandidate(BaseModel):
+    """Something an extractor proposes to remember, before the write policy decides what to do."""
+
+    content: str = Field(min_length=1)
+    category: Category
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """None takes the category's default (`DEFAULT_IMPORTANCE`)."""
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    key: str | None = None
+    structured_data: dict[str, Any] | None = None
+    message_ids: list[str] | None = None
+    """The messages this came from; None uses the ids given to `upsert`."""
+
+    @field_validator("key")
+    @classmethod
+    def _slug(cls, key: str | None) -> str | None:
+        if key is None:
+            return None
+        slug = _KEY_CHARS.sub("_", key.strip().lower()).strip("._")
+        return slug or None
+
+    def effective_importance(self) -> float:
+        """The importance the policy uses."""
+        return self.importance if self.importance is not None else DEFAULT_IMPORTANCE[self.category]
+
+
+@dataclass(frozen=True)
+class ScoredMemory:
+    """A recalled memory and why it ranked where it did."""
+
+    memory: Memory
+    score: float
+    """The combined score: weights · (similarity, importance, recency)."""
+    similarity: float
+    """Cosine similarity of the query to the memory (the store's score; 0 when it gave none)."""
+    recency: float
+    """`0.5 ** (days since updated_at / half_life_days)`."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What the write policy did with one candidate."""
+
+    action: WriteAction
+    memory: Memory | None = None
+    """The memory written or confirmed (None when dropped)."""
+    superseded: tuple[Memory, ...] = ()
+    """Memories this write replaced (action `superseded`), as stored afterwards."""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """Weights of the combined recall score (DESIGN "Defaults", seed 002)."""
+
+    similarity: float = 0.6
+    importance: float = 0.25
+    recency: float = 0.15
+
+
+def recency(updated_at: datetime, now: datetime, half_life_days: float = 30.0) -> float:
+    """Exponential decay with the given half-life; 1.0 for a memory updated now (or later).
+
+    Example:
+        >>> from datetime import timedelta
+        >>> now = datetime(2026, 1, 31, tzinfo=timezone.utc)
+        >>> recency(now - timedelta(days=30), now)
+        0.5
+    """
+    age_days = max(0.0, (now - updated_at).total_seconds() / 86400.0)
+    return 0.5 ** (age_days / half_life_days)
+
+
+def combined_score(
+    similarity: float,
+    importance: float,
+    recency_value: float,
+    weights: ScoreWeights = ScoreWeights(),
+) -> float:
+    """`0.6 similarity + 0.25 importance + 0.15 recency` by default.
+
+    Example:
+        >>> round(combined_score(0.5, 0.8, 1.0), 3)
+        0.65
+    """
+    return (
+        weights.similarity * similarity
+        + weights.importance * importance
+        + weights.recency * recency_value
+    )
+
+
+def normalize_text(text: str) -> str:
+    """Unicode-normalised, case-folded, whitespace-collapsed text without trailing punctuation."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(r"\s+", " ", folded).strip().rstrip(".。!！?？;；,，、 ")
+
+
+def content_hash(text: str) -> str:
+    """The exact-duplicate key of a text (`normalize_text`, then SHA-256)."""
+    return hashlib.sha256(normalize_text(text).encode()).hexdigest()[:32]
+
+
+def merge_content(existing: str, incoming: str) -> str:
+    """Seed 000's merge rule: keep the text that contains the other, else both lines (capped).
+
+    Example:
+        >>> merge_content("I use Vim", "I use Vim with the LazyVim config")
+        'I use Vim with the LazyVim config'
+    """
+    a, b = existing.strip(), incoming.strip()
+    if not a or not b:
+        return a or b
+    na, nb = normalize_text(a), normalize_text(b)
+    if nb in na:
+        return a
+    if na in nb:
+        return b
+    merged = f"{a}\n{b}"
+    return b if len(merged) > MAX_CONTENT_CHARS else merged
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(timezone.utc)
+
+
+def parse_time(value: str) -> datetime:
+    """Parse an ISO timestamp written by `Memory`; naive ones are taken as UTC."""
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
