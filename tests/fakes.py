@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableLambda
 
 
 class NGramEmbeddings(Embeddings):
@@ -63,3 +64,46 @@ class RecordingChatModel(GenericFakeChatModel):
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any):  # type: ignore[override]
         self.calls.append(list(messages))
         return super()._generate(messages, *args, **kwargs)
+
+
+class StructuredFakeChatModel(RecordingChatModel):
+    """A recording fake chat model whose `with_structured_output(schema)` gives canned answers.
+
+    Each entry of `structured_responses` answers one structured call, in order: a dict is
+    validated against the schema (one that does not fit raises pydantic's `ValidationError`, as a
+    real tool-call parser does), an exception instance is raised (a model or network failure),
+    anything else (a pydantic object, None for "no tool call") is returned as is.
+    `structured_calls` records `(schema, messages)` per call.
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class Answer(BaseModel):
+        ...     text: str
+        >>> model = StructuredFakeChatModel(structured_responses=[{"text": "hi"}])
+        >>> model.with_structured_output(Answer).invoke("hello")
+        Answer(text='hi')
+    """
+
+    structured_responses: list[Any] = []
+    structured_calls: list[tuple[Any, list[BaseMessage]]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("messages", iter(()))
+        super().__init__(**kwargs)
+        self.structured_responses = list(self.structured_responses)
+        self.structured_calls = []
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> RunnableLambda:  # type: ignore[override]
+        def answer(model_input: Any) -> Any:
+            messages = self._convert_input(model_input).to_messages()
+            self.structured_calls.append((schema, messages))
+            if not self.structured_responses:
+                raise AssertionError("StructuredFakeChatModel: no canned structured response left")
+            response = self.structured_responses.pop(0)
+            if isinstance(response, BaseException):
+                raise response
+            if isinstance(response, dict):
+                return schema.model_validate(response)
+            return response
+
+        return RunnableLambda(answer)
