@@ -1,0 +1,248 @@
+"""`consolidate`: the terminal node, where conversation becomes long-term memory.
+
+It runs at the end of every turn and decides whether to extract (DESIGN "The graph"):
+
+- always at session end (`{"end_session": True}`);
+- when `compact` evicted messages not yet extracted from (`pending_extraction`, "extract before
+  evict");
+- every `Context.consolidate_every_turns` user turns (`turns_since_consolidation`, counted by
+  `start`).
+
+It extracts from the messages not extracted from yet (evicted ones first), in windows of at most
+10 messages / about 4000 tokens (seed 003) cut at exchange boundaries; a window shorter than
+3 messages (seed 002) is shown with the messages before it as context. Candidates go through
+`LongTermMemory.aupsert` (redaction, duplicate, supersede, merge, add; importance below 0.5
+dropped), and each change is announced on LangGraph's custom stream as `memory.created`,
+`memory.updated` or `memory.superseded`.
+
+Failures never lose a memory: when extraction or the store fails, the failure is recorded in
+`state["failures"]` and the window's messages stay pending for the next trigger. Re-running over
+the same messages writes nothing new (`consolidated_message_ids`, and the write policy is
+idempotent). Incognito runs extract and write nothing, and their messages are never extracted
+later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from engram.nodes.extract import Extractor, make_extractor
+from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
+from engram.nodes.tokens import TokenCounter, counter_for_model
+from engram.nodes.transcript import from_pending, split_exchanges, to_pending
+from engram.stores.memories import LongTermMemory, WriteResult
+
+if TYPE_CHECKING:
+    from engram.graph.context import Context
+    from engram.graph.state import EngramState
+
+logger = logging.getLogger(__name__)
+
+MEMORY_CREATED = "memory.created"
+MEMORY_UPDATED = "memory.updated"
+MEMORY_SUPERSEDED = "memory.superseded"
+
+WINDOW_MESSAGES = 10
+"""Messages per extraction window (seed 003)."""
+WINDOW_TOKENS = 4000
+"""Tokens per extraction window, about (seed 003)."""
+MIN_WINDOW_MESSAGES = 3
+"""A window shorter than this is shown with earlier messages as context (seed 002)."""
+MAX_PENDING = 200
+"""Evicted messages kept for a retry at most (the short-term hard cap, seed 002)."""
+MAX_CONSOLIDATED_IDS = 1000
+"""`consolidated_message_ids` keeps only ids still in the thread, and at most this many."""
+
+Trigger = Literal["session_end", "eviction", "turns"]
+ConsolidateNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
+
+
+def consolidation_trigger(state: EngramState, every_turns: int) -> Trigger | None:
+    """Why this turn extracts long-term memories, or None when it does not."""
+    if state.get("end_session"):
+        return "session_end"
+    if state.get("pending_extraction"):
+        return "eviction"
+    if state.get("turns_since_consolidation", 0) >= every_turns:
+        return "turns"
+    return None
+
+
+def make_consolidate(
+    memory_model: BaseChatModel | None,
+    *,
+    extractor: Extractor | None = None,
+    window_messages: int = WINDOW_MESSAGES,
+    window_tokens: int = WINDOW_TOKENS,
+) -> ConsolidateNode:
+    """The `consolidate` node.
+
+    Args:
+        memory_model: Extracts memories with structured output; None uses the offline rules.
+        extractor: Replaces the extractor `memory_model` would give.
+        window_messages: Messages per extraction call at most.
+        window_tokens: Tokens per extraction call, about (a single exchange is never cut).
+    """
+    extract = extractor if extractor is not None else make_extractor(memory_model)
+
+    async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = runtime.context
+        done = list(state.get("consolidated_message_ids", ()))
+        if ctx.incognito:
+            return {"consolidated_message_ids": _bounded(done + _this_turn_ids(state), state)}
+        trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
+        if trigger is None:
+            return {}
+        if runtime.store is None:
+            logger.warning("no store: long-term memories are not extracted (compile with store=...)")
+            return {"turns_since_consolidation": 0, "pending_extraction": []}
+
+        seen = set(done)
+        pending = [m for m in from_pending(state.get("pending_extraction", [])) if m.id not in seen]
+        fresh = [m for m in state["messages"] if m.id not in seen]
+        todo = _unique(pending + fresh)
+        counter = counter_for_model(None)
+        ltm = LongTermMemory(runtime.store)
+        thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+        failures: list[dict[str, str]] = []
+        written: list[str] = []
+        results: list[WriteResult] = []
+        for window in windows(todo, counter, max_messages=window_messages, max_tokens=window_tokens):
+            context = _context_for(window, state["messages"], seen)
+            try:
+                candidates = await extract.aextract(window, context=context)
+            except RECOVERABLE_ERRORS as exc:
+                failures.append(record_failure("extract", exc))
+                continue
+            ids = [m.id for m in window if m.id]
+            try:
+                window_results = await ltm.aupsert(
+                    ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
+                )
+            except RECOVERABLE_ERRORS as exc:
+                failures.append(record_failure("store", exc))
+                continue
+            results.extend(window_results)
+            written.extend(ids)
+
+        _announce(runtime, ctx.user_id, results)
+        logger.info(
+            "consolidated %d of %d messages (%s, %s extractor): %s",
+            len(written), len(todo), trigger, extract.mode, _tally(results) or "nothing to remember",
+        )
+        finished = set(written)
+        still_pending = [m for m in pending if m.id not in finished]
+        if len(still_pending) > MAX_PENDING:
+            logger.warning(
+                "dropping %d evicted messages that could not be extracted after repeated failures",
+                len(still_pending) - MAX_PENDING,
+            )
+            still_pending = still_pending[-MAX_PENDING:]
+        return {
+            "turns_since_consolidation": 0,
+            "pending_extraction": to_pending(still_pending),
+            "consolidated_message_ids": _bounded(done + written, state),
+            "failures": failures,
+        }
+
+    return consolidate
+
+
+def windows(
+    messages: Sequence[BaseMessage],
+    counter: TokenCounter,
+    *,
+    max_messages: int = WINDOW_MESSAGES,
+    max_tokens: int = WINDOW_TOKENS,
+) -> list[list[BaseMessage]]:
+    """Exchanges packed into windows of at most `max_messages` / `max_tokens` (an exchange whole)."""
+    out: list[list[BaseMessage]] = []
+    size = 0
+    for exchange in split_exchanges(list(messages)):
+        tokens = sum(counter.count_message(m) for m in exchange)
+        if out and out[-1] and (len(out[-1]) + len(exchange) > max_messages or size + tokens > max_tokens):
+            out.append([])
+            size = 0
+        if not out:
+            out.append([])
+        out[-1].extend(exchange)
+        size += tokens
+    return [w for w in out if w]
+
+
+def _context_for(
+    window: Sequence[BaseMessage], thread: Sequence[BaseMessage], consolidated: set[str]
+) -> list[BaseMessage]:
+    """Already-extracted messages right before `window`, so it has at least 3 messages to read."""
+    missing = MIN_WINDOW_MESSAGES - len(window)
+    if missing <= 0:
+        return []
+    first = window[0].id
+    position = next((i for i, m in enumerate(thread) if m.id == first), len(thread))
+    before = [m for m in thread[:position] if m.id in consolidated]
+    return before[-missing:]
+
+
+def _this_turn_ids(state: EngramState) -> list[str]:
+    """Ids from the last user message on: the messages of an incognito turn."""
+    messages = state.get("messages", [])
+    start = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=0)
+    return [m.id for m in messages[start:] if m.id]
+
+
+def _bounded(ids: list[str], state: EngramState) -> list[str]:
+    """Ids still in the thread (evicted ones are never seen again), newest last, capped."""
+    present = {m.id for m in state.get("messages", [])}
+    kept = [i for i in dict.fromkeys(ids) if i in present]
+    return kept[-MAX_CONSOLIDATED_IDS:]
+
+
+def _unique(messages: list[BaseMessage]) -> list[BaseMessage]:
+    seen: set[str] = set()
+    out = []
+    for message in messages:
+        if message.id is None or message.id not in seen:
+            out.append(message)
+            if message.id is not None:
+                seen.add(message.id)
+    return out
+
+
+def _announce(runtime: Runtime[Context], user_id: str, results: Sequence[WriteResult]) -> None:
+    """`memory.created` / `memory.updated` / `memory.superseded` on the custom stream."""
+    for result in results:
+        memory = result.memory
+        if memory is None or result.action in ("unchanged", "dropped"):
+            continue
+        event = MEMORY_UPDATED if result.action in ("merged", "duplicate") else MEMORY_CREATED
+        runtime.stream_writer(_event(event, user_id, memory, action=result.action))
+        for old in result.superseded:
+            runtime.stream_writer(
+                _event(MEMORY_SUPERSEDED, user_id, old, action="superseded", superseded_by=memory.id)
+            )
+
+
+def _event(name: str, user_id: str, memory: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "event": name,
+        "user_id": user_id,
+        "memory_id": memory.id,
+        "category": memory.category,
+        "content": memory.content,
+        "importance": memory.importance,
+        "key": memory.key,
+        **extra,
+    }
+
+
+def _tally(results: Sequence[WriteResult]) -> str:
+    counts: dict[str, int] = {}
+    for result in results:
+        counts[result.action] = counts.get(result.action, 0) + 1
+    return ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
