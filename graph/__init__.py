@@ -1,1 +1,7 @@
-"""engram.graph."""
+"""engram.graph: the compiled memory graph, its state and per-run settings."""
+
+from engram.graph.builder import build_graph, compile_graph
+from engram.graph.context import Context
+from engram.graph.state import BuiltContext, EngramState
+
+__all__ = ["BuiltContext", "Context", "EngramState", "build_graph", "compile_graph"]

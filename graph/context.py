@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant with long-term memory of this user."
+from engram.nodes.prompts import DEFAULT_SYSTEM_PROMPT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +32,14 @@ class Context:
 
     max_summary_tokens: int = 1000
     """Upper bound on the running summary's length."""
+
+    keep_recent_messages: int = 4
+    """Messages a compaction keeps verbatim at the end of the thread (more when that would split
+    an AI message with tool calls from its tool results)."""
+
+    max_messages: int = 200
+    """Short-term hard cap (seed 002): above it compaction fires whatever the thresholds say, and
+    evicts even when the summarizer fails (seed 000's lossy "[N messages ...]" note)."""
 
     consolidate_every_turns: int = 5
     """Long-term memories are extracted every this many turns (and on eviction and session end)."""

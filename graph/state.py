@@ -2,29 +2,71 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels import EphemeralValue
 from langgraph.graph.message import add_messages
 from typing_extensions import NotRequired, TypedDict
 
 
 class BuiltContext(TypedDict):
-    """What `start` assembled for the model this turn (seed 001's `BuiltContext`), shown in Studio."""
+    """What `start` assembled for the model this turn (seed 001's `BuiltContext`), shown in Studio.
+
+    `respond` rebuilds the model input from these ids and the state, so the checkpoint never
+    holds a second copy of the messages.
+    """
 
     token_stats: dict[str, int]
-    """Tokens per part: system_prompt, memories, summary, recent_messages, current_input, total."""
+    """Tokens per part: system_prompt, memories, summary, recent_messages, current_input, total
+    (total: the whole model input, per-message overhead included)."""
     budget: dict[str, int]
-    """The budget per part that the counts above had to fit."""
+    """The budget the counts above had to fit: window, reserve, available (window - reserve) and
+    the shares system_prompt, memories, history."""
     included_message_ids: list[str]
     """Ids of the history messages sent to the model, oldest first (the current input included)."""
     summarized_message_count: int
     """Messages of the thread not sent verbatim (covered by the summary or left out for budget)."""
     used_summary: bool
+    summary_chars: int
+    """How much of the running summary went in (all of it unless the budget cut its end)."""
     memory_ids: list[str]
     """Long-term memories used this turn."""
     memory_block: str
     """The rendered, delimited memory block that went into the system prompt."""
+    encoding: str
+    """The tiktoken encoding (or "char-estimate") the counts were made with."""
+
+
+class SummaryInfo(TypedDict):
+    """How the running summary was last written."""
+
+    mode: str
+    """"llm" (the memory model) or "offline" (the extractive summarizer)."""
+    tokens: int
+    summarized_messages: int
+    """Messages of the thread folded into the summary so far."""
+    updated_at: str
+    lossy: bool
+    """True when the hard cap evicted messages the summarizer could not summarize."""
+
+
+class ConsolidationInfo(TypedDict):
+    """What the last long-term memory extraction did (shown in Studio, read by the evals)."""
+
+    trigger: str
+    """"session_end", "eviction" or "turns"."""
+    mode: str
+    """"llm" (the memory model) or "offline" (the rule extractor)."""
+    messages: int
+    """Messages extracted from (those whose extraction or write failed are not counted)."""
+    actions: dict[str, int]
+    """Write-policy outcomes: created, merged, duplicate, superseded, unchanged, dropped."""
+    memory_ids: list[str]
+    """Memories created or updated."""
+    at: str
+    """When it ran (ISO-8601, UTC)."""
 
 
 class EngramState(TypedDict):
@@ -32,21 +74,34 @@ class EngramState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     """Short-term memory: the thread's messages not yet compacted away."""
-    end_session: NotRequired[bool]
-    """Input flag: route straight to `consolidate` and close the session."""
+    end_session: NotRequired[Annotated[bool, EphemeralValue(bool)]]
+    """Input flag: route straight to `consolidate` and close the session. Ephemeral: it does not
+    stay set for the next run."""
     summary: NotRequired[str]
     """The running summary of messages evicted by compaction."""
+    summary_info: NotRequired[SummaryInfo]
     built_context: NotRequired[BuiltContext]
     """The record of the last context build."""
-    messages_since_compaction: NotRequired[int]
-    """Messages added since the last compaction (the message-count trigger's counter)."""
+    turn: NotRequired[int]
+    """User turns in this thread so far (counted by `start`)."""
+    last_compaction_turn: NotRequired[int]
+    """The turn whose end last compacted; the compaction edge never fires on the next one."""
+    kept_tail_ids: NotRequired[list[str]]
+    """Messages the last compaction kept verbatim: already counted, so not counted again by the
+    compaction thresholds (the counters restart after a compaction)."""
+    evicted_message_count: NotRequired[int]
+    """Messages compaction removed from `messages` so far (summarized and archived as episodes)."""
     turns_since_consolidation: NotRequired[int]
-    """User turns since long-term memories were last extracted."""
+    """User turns since long-term memories were last extracted (`start` counts up,
+    `consolidate` resets)."""
     pending_extraction: NotRequired[list[dict[str, Any]]]
     """Messages evicted by `compact` before `consolidate` extracted from them ("extract before
-    evict"), as message dicts; `consolidate` empties it."""
+    evict"), as message dicts (`engram.nodes.transcript.to_pending`); `consolidate` empties it."""
     consolidated_message_ids: NotRequired[list[str]]
     """Ids of messages already extracted from, so a re-run creates nothing twice."""
-    failures: NotRequired[list[dict[str, str]]]
+    consolidation: NotRequired[ConsolidationInfo]
+    """The record of the last extraction (`consolidate`)."""
+    failures: NotRequired[Annotated[list[dict[str, str]], operator.add]]
     """What went wrong this turn and was worked around: `{"stage", "error"}` per failure
-    (recall timeout, summarizer or extractor error, store error)."""
+    (recall timeout, summarizer or extractor error, store error). Nodes append; `start` resets
+    it at the beginning of each turn (with `langgraph.types.Overwrite`)."""

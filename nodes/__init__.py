@@ -1,1 +1,22 @@
-"""engram.nodes."""
+"""engram.nodes: one module per node of the memory graph, plus prompts and token counting."""
+
+from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
+from engram.nodes.respond import NoModelError, make_respond
+from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
+from engram.nodes.summarize import make_summarizer
+from engram.nodes.tokens import TokenCounter, counter_for_model
+
+__all__ = [
+    "Budget",
+    "ContextOverflowError",
+    "NoModelError",
+    "TokenCounter",
+    "build_context",
+    "counter_for_model",
+    "make_compact",
+    "make_respond",
+    "make_route_after_respond",
+    "make_start",
+    "make_summarizer",
+    "should_compact",
+]

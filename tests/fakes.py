@@ -6,6 +6,7 @@ character n-grams get similar vectors, so similarity in tests means something.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import zlib
 from collections import Counter
@@ -15,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableLambda
+from langgraph.store.memory import InMemoryStore
 
 
 class NGramEmbeddings(Embeddings):
@@ -107,3 +109,63 @@ class StructuredFakeChatModel(RecordingChatModel):
             return response
 
         return RunnableLambda(answer)
+
+
+class FailingChatModel(RecordingChatModel):
+    """A chat model that is down: records the call, then raises `RuntimeError(error)`."""
+
+    error: str = "model unavailable"
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("messages", iter(()))
+        super().__init__(**kwargs)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any):  # type: ignore[override]
+        self.calls.append(list(messages))
+        raise RuntimeError(self.error)
+
+
+class FailingEmbeddings(NGramEmbeddings):
+    """`NGramEmbeddings` that raise `RuntimeError` while `failing` is True (an embedder outage)."""
+
+    def __init__(self, failing: bool = True) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self.failing:
+            raise RuntimeError("embedder unavailable")
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        if self.failing:
+            raise RuntimeError("embedder unavailable")
+        return super().embed_query(text)
+
+
+class SlowEmbeddings(NGramEmbeddings):
+    """`NGramEmbeddings` whose async query embedding first sleeps `delay` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+    async def aembed_query(self, text: str) -> list[float]:
+        await asyncio.sleep(self.delay)
+        return self.embed_query(text)
+
+
+class FailingStore(InMemoryStore):
+    """An `InMemoryStore` whose every operation raises `OSError` while `failing` is True."""
+
+    failing: bool = True
+
+    def batch(self, ops: Any) -> list[Any]:
+        if self.failing:
+            raise OSError("store unavailable")
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> list[Any]:
+        if self.failing:
+            raise OSError("store unavailable")
+        return await super().abatch(ops)

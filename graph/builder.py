@@ -1,0 +1,177 @@
+"""Wiring of the memory graph (DESIGN "The graph").
+
+```
+            ┌──────────────── end_session ────────────────┐
+START ──▶ start ──▶ respond ──▶ (compaction edge) ──▶ compact ──▶ consolidate ──▶ END
+                      ▲   │                └──────────────────────▶ consolidate
+                      └─tools (only when tools are given)
+```
+
+Nodes are `async def`. Each is registered with a thin sync twin that runs the same coroutine on
+one background event loop, so `graph.invoke` / `graph.stream` work as well as `ainvoke` /
+`astream`, with one copy of the logic (LangGraph refuses async-only nodes under sync `invoke`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from functools import cache
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.runtime import Runtime, get_runtime
+from langgraph.store.base import BaseStore
+
+from engram.graph.checkpoint import ThreadedSqliteSaver
+from engram.graph.context import Context
+from engram.graph.models import context_window_for, model_name_of
+from engram.graph.state import EngramState
+from engram.nodes.compact import make_compact, make_route_after_respond
+from engram.nodes.consolidate import make_consolidate
+from engram.nodes.respond import make_respond
+from engram.nodes.start import make_start
+from engram.stores.paths import default_checkpoint_path, default_chroma_path
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Node = Callable[[EngramState, Runtime[Context]], Awaitable[dict[str, Any]]]
+
+
+def build_graph(
+    model: BaseChatModel | None = None,
+    *,
+    memory_model: BaseChatModel | None = None,
+    tools: Sequence[BaseTool] | None = None,
+) -> StateGraph[EngramState, Context]:
+    """The uncompiled memory graph; compile it with your own store and checkpointer.
+
+    Args:
+        model: The chat model that answers the user (None builds the topology only: `respond`
+            then raises when it runs).
+        memory_model: Writes summaries and extracts memories; None uses the built-in offline
+            summarizer and extractor.
+        tools: Tools the answering model may call (adds the `tools` node and its loop).
+
+    Example:
+        >>> graph = build_graph().compile()
+        >>> sorted(graph.nodes)
+        ['__start__', 'compact', 'consolidate', 'respond', 'start']
+    """
+    if memory_model is None:
+        _log_offline_mode()
+    name = model_name_of(model)
+    builder = StateGraph(EngramState, context_schema=Context)
+    builder.add_node("start", _bridge("start", make_start(model_name=name, default_window=context_window_for(model))))
+    builder.add_node("respond", _bridge("respond", make_respond(model, tools)))
+    builder.add_node("compact", _bridge("compact", make_compact(memory_model, model_name=name)))
+    builder.add_node("consolidate", _bridge("consolidate", make_consolidate(memory_model)))
+    builder.add_conditional_edges(START, _route_start, ["start", "consolidate"])
+    builder.add_edge("start", "respond")
+    after_respond = ["compact", "consolidate"]
+    if tools:
+        builder.add_node("tools", ToolNode(list(tools)))
+        builder.add_edge("tools", "respond")
+        after_respond.insert(0, "tools")
+    route = make_route_after_respond(model_name=name, has_tools=bool(tools))
+
+    def route_after_respond(state: EngramState, runtime: Runtime[Context]) -> str:
+        return route(state, _with_context(runtime))
+
+    builder.add_conditional_edges("respond", route_after_respond, after_respond)
+    builder.add_edge("compact", "consolidate")
+    builder.add_edge("consolidate", END)
+    return builder
+
+
+def compile_graph(
+    model: BaseChatModel | None,
+    *,
+    memory_model: BaseChatModel | None = None,
+    store: BaseStore | None = None,
+    checkpointer: BaseCheckpointSaver | None = None,
+    tools: Sequence[BaseTool] | None = None,
+) -> CompiledStateGraph[EngramState, Context]:
+    """The memory graph, compiled with a store and a checkpointer.
+
+    Args:
+        model: The chat model that answers the user.
+        memory_model: Writes summaries and extracts memories; None: offline built-ins.
+        store: Long-term memories and episodes; None: a `ChromaStore` in the embedded data folder
+            (`$ENGRAM_DATA_DIR/chroma`, default `./.engram/chroma`) with the local
+            all-MiniLM-L6-v2 embeddings.
+        checkpointer: Short-term memory; None: a SQLite file in the same folder
+            (`checkpoints.sqlite`) usable from both `invoke` and `ainvoke`.
+        tools: Tools the answering model may call.
+    """
+    return build_graph(model, memory_model=memory_model, tools=tools).compile(
+        store=store if store is not None else default_store(),
+        checkpointer=checkpointer if checkpointer is not None else default_checkpointer(),
+    )
+
+
+def default_store() -> BaseStore:
+    """The embedded `ChromaStore` (`PersistentClient`) with local embeddings on `content`."""
+    from engram.stores.chroma import ChromaStore
+    from engram.stores.embeddings import LocalEmbeddings
+
+    return ChromaStore(
+        path=default_chroma_path(),
+        index={"dims": 384, "embed": LocalEmbeddings(), "fields": ["content"]},
+    )
+
+
+def default_checkpointer() -> BaseCheckpointSaver:
+    """The embedded SQLite checkpointer (sync and async)."""
+    return ThreadedSqliteSaver.from_path(default_checkpoint_path())
+
+
+def _route_start(state: EngramState) -> str:
+    return "consolidate" if state.get("end_session") else "start"
+
+
+def _bridge(name: str, node: Node) -> RunnableLambda:
+    """The node as a runnable with an async body and a sync twin running the same coroutine."""
+
+    async def arun(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
+        return await node(state, _with_context(get_runtime()))
+
+    def run(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
+        return _run_coroutine(node(state, _with_context(get_runtime())))
+
+    return RunnableLambda(run, afunc=arun, name=name)
+
+
+def _with_context(runtime: Runtime[Context]) -> Runtime[Context]:
+    """Runs invoked without `context=` get the default `Context()`."""
+    return runtime if runtime.context is not None else runtime.override(context=Context())
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run on the background loop from sync code; context variables (the run's config, so
+    callbacks and streaming) travel with the call."""
+    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
+
+
+@cache
+def _background_loop() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, name="engram-graph-loop", daemon=True).start()
+    return loop
+
+
+@cache
+def _log_offline_mode() -> None:
+    logger.info(
+        "no memory model configured: summaries and memory extraction use the offline built-ins "
+        "(extractive summarizer, rule-based extractor)"
+    )

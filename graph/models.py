@@ -1,0 +1,111 @@
+"""Context windows of current chat models, and how a chat model object names its model.
+
+`context_window_for(model)` decides the token budget of a turn when `Context.context_window` is
+None: the model's own LangChain profile (`max_input_tokens`) if it has one, else an Ollama
+`num_ctx` setting, else this table (longest matching prefix of the model name), else 8192
+(DESIGN "Defaults", seed 002).
+
+The table holds native windows. A local server may serve a smaller one (Ollama's default `num_ctx`
+is a few thousand tokens): set `Context.context_window` to what the server really accepts.
+
+Example:
+    >>> context_window_for_name("gpt-4o-mini-2024-07-18"), context_window_for_name("my-model")
+    (128000, 8192)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_CONTEXT_WINDOW = 8192
+"""Window assumed for a model this module does not know (seed 002)."""
+
+CONTEXT_WINDOWS: dict[str, int] = {
+    # OpenAI
+    "gpt-5": 400_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4o": 128_000,
+    "chatgpt-4o": 128_000,
+    "gpt-4-turbo": 128_000,
+    "gpt-4": 8_192,
+    "gpt-3.5-turbo": 16_385,
+    "o1": 200_000,
+    "o1-mini": 128_000,
+    "o3": 200_000,
+    "o3-mini": 200_000,
+    "o4-mini": 200_000,
+    "gpt-oss": 131_072,
+    # Anthropic
+    "claude-": 200_000,
+    # Google
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-1.5-flash": 1_048_576,
+    "gemini-2": 1_048_576,
+    "gemma2": 8_192,
+    "gemma-2": 8_192,
+    "gemma3": 131_072,
+    "gemma-3": 131_072,
+    # Meta
+    "llama3": 8_192,
+    "llama-3": 8_192,
+    "llama3.1": 131_072,
+    "llama-3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama-3.2": 131_072,
+    "llama3.3": 131_072,
+    "llama-3.3": 131_072,
+    "llama4": 1_048_576,
+    "llama-4": 1_048_576,
+    # Alibaba, Mistral, DeepSeek, Microsoft
+    "qwen2.5": 32_768,
+    "qwen3": 40_960,
+    "mistral": 32_768,
+    "mistral-large": 131_072,
+    "mistral-small": 32_768,
+    "mixtral": 32_768,
+    "deepseek-chat": 65_536,
+    "deepseek-reasoner": 65_536,
+    "deepseek-r1": 131_072,
+    "deepseek-v3": 131_072,
+    "phi3": 4_096,
+    "phi4": 16_384,
+}
+"""Native context windows in tokens, keyed by model-name prefix (lower case)."""
+
+_NAME_ATTRIBUTES = ("model_name", "model", "model_id")
+
+
+def model_name_of(model: Any) -> str | None:
+    """The model name a LangChain chat model object carries (`model_name`, `model` or `model_id`)."""
+    for attribute in _NAME_ATTRIBUTES:
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def context_window_for(model: Any) -> int:
+    """The context window to budget for a chat model object (see the module docstring)."""
+    profile = getattr(model, "profile", None)
+    if isinstance(profile, dict) and isinstance(profile.get("max_input_tokens"), int):
+        return profile["max_input_tokens"]
+    num_ctx = getattr(model, "num_ctx", None)
+    if isinstance(num_ctx, int) and num_ctx > 0:
+        return num_ctx
+    return context_window_for_name(model_name_of(model))
+
+
+def context_window_for_name(name: str | None) -> int:
+    """The window of a model name by the longest matching prefix in `CONTEXT_WINDOWS`.
+
+    Provider and organisation prefixes are ignored: `openai:gpt-4o`, `meta-llama/Llama-3.1-8B`
+    and `llama3.1:8b` all resolve.
+    """
+    if not name:
+        return DEFAULT_CONTEXT_WINDOW
+    bare = name.lower().rsplit("/", 1)[-1]
+    for candidate in (bare, bare.split(":", 1)[-1]):
+        matches = [prefix for prefix in CONTEXT_WINDOWS if candidate.startswith(prefix)]
+        if matches:
+            return CONTEXT_WINDOWS[max(matches, key=len)]
+    return DEFAULT_CONTEXT_WINDOW

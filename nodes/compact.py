@@ -1,0 +1,221 @@
+"""The compaction edge after `respond`, and `compact`: incremental summary plus eviction.
+
+The edge fires when the messages not yet summarized reach `Context.message_threshold` OR their
+tokens exceed `Context.token_threshold` (seed 000's two-layer trigger). "Not yet summarized"
+excludes the tail the last compaction kept, so the counters restart after a compaction; and the
+edge never fires on the turn right after one (goose #4635). Above the hard cap
+`Context.max_messages` it fires regardless.
+
+`compact` keeps the last `Context.keep_recent_messages` messages verbatim (more when the cut
+would separate an AI message with tool calls from its results) and, for everything before them:
+
+1. folds them into the running summary (the LLM or the offline summarizer);
+2. archives them as episodes under `("episodes", user_id)` — one per exchange, with the thread
+   id and message ids — so details the summary dropped stay recallable;
+3. removes them from `messages` (`RemoveMessage`) and queues them in `pending_extraction` for
+   `consolidate` ("extract before evict");
+4. emits `{"event": "context.compacted", ...}` on LangGraph's custom stream.
+
+If the summarizer or the archive fails, nothing is evicted, the failure is recorded, and the
+next trigger tries again. Only above the hard cap are messages evicted anyway, with seed 000's
+lossy "[N messages ...]" note in the summary.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
+from uuid import NAMESPACE_URL, uuid5
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.store.base import PutOp
+
+from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
+from engram.nodes.prompts import PENDING_MESSAGES_NOTE
+from engram.nodes.summarize import Summarizer, make_summarizer
+from engram.nodes.tokens import TokenCounter, counter_for_model
+from engram.nodes.transcript import render_transcript, role_of, split_exchanges, to_pending
+
+if TYPE_CHECKING:
+    from engram.graph.context import Context
+    from engram.graph.state import EngramState
+
+logger = logging.getLogger(__name__)
+
+EPISODE_NAMESPACE = "episodes"
+"""Root of the episode archive `("episodes", user_id)`."""
+
+COMPACTED_EVENT = "context.compacted"
+
+CompactNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
+Route = Literal["tools", "compact", "consolidate"]
+
+
+def episode_namespace(user_id: str) -> tuple[str, str]:
+    """Where a user's archived exchanges live."""
+    return (EPISODE_NAMESPACE, user_id)
+
+
+def make_route_after_respond(
+    *, model_name: str | None, has_tools: bool
+) -> Callable[[EngramState, Runtime[Context]], Route]:
+    """The conditional edge after `respond`: the tool loop, then the compaction check."""
+
+    def route_after_respond(state: EngramState, runtime: Runtime[Context]) -> Route:
+        last = state["messages"][-1]
+        if has_tools and isinstance(last, AIMessage) and last.tool_calls:
+            return "tools"
+        if should_compact(state, runtime.context, counter_for_model(model_name)):
+            return "compact"
+        return "consolidate"
+
+    return route_after_respond
+
+
+def should_compact(state: EngramState, ctx: Context, counter: TokenCounter) -> bool:
+    """Whether this turn compacts (see the module docstring)."""
+    messages = state["messages"]
+    if len(messages) > ctx.max_messages:
+        return True
+    last = state.get("last_compaction_turn")
+    if last is not None and state.get("turn", 0) - last < 2:
+        return False
+    tail = set(state.get("kept_tail_ids", ()))
+    fresh = [m for m in messages if m.id not in tail]
+    if len(fresh) >= ctx.message_threshold:
+        return True
+    return ctx.token_threshold is not None and (
+        sum(counter.count_message(m) for m in fresh) > ctx.token_threshold
+    )
+
+
+def eviction_cut(messages: Sequence[BaseMessage], keep: int) -> int:
+    """Index of the first kept message: the last `keep` stay, and a kept tool result keeps the
+    AI message that called it (and that message's other results)."""
+    cut = max(0, len(messages) - keep)
+    while 0 < cut < len(messages) and isinstance(messages[cut], ToolMessage):
+        cut -= 1
+    return cut
+
+
+def make_compact(
+    memory_model: BaseChatModel | None,
+    *,
+    model_name: str | None,
+    summarizer: Summarizer | None = None,
+) -> CompactNode:
+    """The `compact` node.
+
+    Args:
+        memory_model: Writes the summary; None uses the offline extractive summarizer.
+        model_name: The answering model's name (token counts use its encoding).
+        summarizer: Overrides the summarizer `make_summarizer(memory_model)` would pick.
+    """
+    summarizer = summarizer or make_summarizer(memory_model)
+
+    async def compact(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = runtime.context
+        messages = state["messages"]
+        turn = state.get("turn", 0)
+        cut = eviction_cut(messages, ctx.keep_recent_messages)
+        evicted, kept = messages[:cut], messages[cut:]
+        restart = {"last_compaction_turn": turn, "kept_tail_ids": [m.id for m in kept]}
+        if not evicted:
+            return restart
+        counter = counter_for_model(model_name)
+        over_cap = len(messages) > ctx.max_messages
+        previous = state.get("summary", "")
+        failures: list[dict[str, str]] = []
+        lossy = False
+        try:
+            summary = await summarizer.asummarize(
+                previous, evicted, max_tokens=ctx.max_summary_tokens, counter=counter
+            )
+        except RECOVERABLE_ERRORS as exc:
+            failures.append(record_failure("summarize", exc))
+            if not over_cap:
+                return {"failures": failures}
+            summary, lossy = _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter), True
+
+        episodes = 0
+        if runtime.store is not None and not ctx.incognito:
+            thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+            ops = episode_ops(evicted, user_id=ctx.user_id, thread_id=thread_id)
+            try:
+                await runtime.store.abatch(ops)
+                episodes = len(ops)
+            except RECOVERABLE_ERRORS as exc:
+                failures.append(record_failure("archive", exc))
+                if not over_cap:
+                    return {"failures": failures}
+
+        pending = list(state.get("pending_extraction", []))
+        if not ctx.incognito:
+            done = set(state.get("consolidated_message_ids", ()))
+            pending += to_pending(m for m in evicted if m.id not in done)
+        evicted_total = state.get("evicted_message_count", 0) + len(evicted)
+        summary_tokens = counter.count_text(summary)
+        runtime.stream_writer(
+            {
+                "event": COMPACTED_EVENT,
+                "evicted": len(evicted),
+                "kept": len(kept),
+                "episodes": episodes,
+                "summary_tokens": summary_tokens,
+                "mode": summarizer.mode,
+                "lossy": lossy,
+            }
+        )
+        logger.info(
+            "compacted %d messages (%s summary, %d tokens, %d episodes)",
+            len(evicted), summarizer.mode, summary_tokens, episodes,
+        )
+        return {
+            **restart,
+            "messages": [RemoveMessage(id=m.id) for m in evicted],
+            "summary": summary,
+            "summary_info": {
+                "mode": summarizer.mode,
+                "tokens": summary_tokens,
+                "summarized_messages": evicted_total,
+                "updated_at": datetime.now(timezone.utc).isoformat(),
+                "lossy": lossy,
+            },
+            "evicted_message_count": evicted_total,
+            "pending_extraction": pending,
+            "failures": failures,
+        }
+
+    return compact
+
+
+def episode_ops(evicted: Sequence[BaseMessage], *, user_id: str, thread_id: str | None) -> list[PutOp]:
+    """One episode per exchange (a user message and what followed), indexed on `content`.
+
+    Keys derive from the thread and the exchange's first message id, so archiving the same
+    messages twice overwrites instead of duplicating.
+    """
+    now = datetime.now(timezone.utc).isoformat()
+    ops = []
+    for exchange in split_exchanges(evicted):
+        ids = [m.id for m in exchange]
+        value = {
+            "content": render_transcript(exchange),
+            "thread_id": thread_id,
+            "message_ids": ids,
+            "roles": [role_of(m) for m in exchange],
+            "created_at": now,
+        }
+        key = str(uuid5(NAMESPACE_URL, f"engram/episode/{thread_id}/{ids[0]}"))
+        ops.append(PutOp(episode_namespace(user_id), key, value, index=["content"]))
+    return ops
+
+
+def _lossy_summary(previous: str, count: int, max_tokens: int, counter: TokenCounter) -> str:
+    note = PENDING_MESSAGES_NOTE.format(count=count)
+    kept = counter.truncate(previous, max_tokens - counter.count_text(note) - 1)
+    return f"{kept}\n{note}" if kept else note

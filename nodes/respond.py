@@ -1,0 +1,49 @@
+"""`respond`: the answering model on the context `start` built; its reply is the short-term write.
+
+The model input is rebuilt from the state and `BuiltContext` (system message with instructions,
+memories and summary; the included history; the current input; this turn's tool calls and
+results), so the checkpoint never stores a second copy of the messages. The reply — tool calls
+included — is appended to `messages`. Under `stream_mode="messages"` its tokens stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+from engram.nodes.start import model_input
+
+if TYPE_CHECKING:
+    from engram.graph.context import Context
+    from engram.graph.state import EngramState
+
+RespondNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
+
+
+class NoModelError(RuntimeError):
+    """The graph was built without an answering model."""
+
+
+def make_respond(model: BaseChatModel | None, tools: Sequence[BaseTool] | None = None) -> RespondNode:
+    """The `respond` node.
+
+    Args:
+        model: The answering chat model (None: the node raises `NoModelError` when it runs).
+        tools: Tools the model may call (bound with `bind_tools`; the graph adds a tool loop).
+    """
+    bound = model.bind_tools(list(tools)) if model is not None and tools else model
+
+    async def respond(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        if bound is None:
+            raise NoModelError(
+                "no chat model configured: pass model= to engram.graph.compile_graph/build_graph "
+                "(e.g. init_chat_model('openai:gpt-4o-mini')), or set ENGRAM_MODEL for Studio"
+            )
+        reply = await bound.ainvoke(model_input(state, runtime.context.system_prompt))
+        return {"messages": [reply]}
+
+    return respond

@@ -1,0 +1,347 @@
+"""`start`: the token budget and the context build of a turn.
+
+The budget splits the model's context window by DESIGN's shares (system prompt 15%, long-term
+memories 15%, history 50%, reserved for the reply 20%). The build, in order:
+
+1. the current input (the messages after the last AI reply) — never dropped; alone larger than
+   window - reserve, it is a `ContextOverflowError`;
+2. the system prompt (it may exceed its share; the excess comes out of the memories' share);
+3. long-term memories recalled with the current message and the 3 before it (seed 003), best
+   first, rendered in one delimited block grouped by category and marked as data;
+4. the running summary;
+5. history, newest first, until the history share is spent; an AI message with tool calls and
+   its tool results go in together or not at all.
+
+Whatever the shares say, the whole model input stays within window - reserve. The record of the
+build (`BuiltContext`) goes into the state; `respond` rebuilds the model input from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+from langgraph.types import Overwrite
+
+from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
+from engram.nodes.prompts import (
+    MEMORY_BLOCK_CLOSING_TAG,
+    MEMORY_BLOCK_TEMPLATE,
+    MEMORY_CATEGORY_HEADINGS,
+    OTHER_MEMORY_HEADING,
+    SUMMARY_BLOCK_TEMPLATE,
+)
+from engram.nodes.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, counter_for_model, message_text
+from engram.stores.memories import LongTermMemory
+from engram.stores.memory_types import ScoredMemory
+
+if TYPE_CHECKING:
+    from engram.graph.context import Context
+    from engram.graph.state import BuiltContext, EngramState
+
+logger = logging.getLogger(__name__)
+
+BUDGET_SHARES = {"system_prompt": 0.15, "memories": 0.15, "history": 0.50, "reserve": 0.20}
+"""Shares of the context window (DESIGN "Defaults", seed 002)."""
+
+RECALL_CONTEXT_MESSAGES = 3
+"""Messages before the current one that join the recall query (seed 003)."""
+
+RECALL_QUERY_CHARS = 500
+"""Each message contributes at most this many characters to the recall query."""
+
+_JOIN_TOKENS = 2
+"""Tokens counted for each blank line joining the parts of the system message."""
+
+
+class ContextOverflowError(ValueError):
+    """The current input (with the system prompt) does not fit in the model's window - reserve."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Token budget of one turn, by DESIGN's shares of the context window.
+
+    Example:
+        >>> Budget.for_window(8192)
+        Budget(window=8192, system_prompt=1228, memories=1228, history=4096, reserve=1638)
+        >>> Budget.for_window(8192).available
+        6554
+    """
+
+    window: int
+    system_prompt: int
+    memories: int
+    history: int
+    reserve: int
+
+    @classmethod
+    def for_window(cls, window: int) -> Budget:
+        """Split `window` tokens by `BUDGET_SHARES`."""
+        return cls(window=window, **{k: int(window * share) for k, share in BUDGET_SHARES.items()})
+
+    @property
+    def available(self) -> int:
+        """Tokens the whole model input may use: the window minus the reply's reserve."""
+        return self.window - self.reserve
+
+    def as_dict(self) -> dict[str, int]:
+        """The record kept in `BuiltContext.budget`."""
+        return {
+            "window": self.window,
+            "reserve": self.reserve,
+            "available": self.available,
+            "system_prompt": self.system_prompt,
+            "memories": self.memories,
+            "history": self.history,
+        }
+
+
+StartNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
+
+
+def make_start(*, model_name: str | None, default_window: int) -> StartNode:
+    """The `start` node for an answering model.
+
+    Args:
+        model_name: The answering model's name (picks the tiktoken encoding).
+        default_window: Its context window, used when `Context.context_window` is None.
+    """
+
+    async def start(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = runtime.context
+        messages = state["messages"]
+        cut = current_input_start(messages)
+        memories: list[ScoredMemory] = []
+        failures: list[dict[str, str]] = []
+        if not ctx.incognito and runtime.store is not None and ctx.recall_k > 0:
+            try:
+                memories = await _recall(runtime.store, ctx, recall_query(messages, cut))
+            except TimeoutError:
+                failures.append(
+                    record_failure("recall", TimeoutError(f"no answer within {ctx.recall_timeout_ms} ms"))
+                )
+            except RECOVERABLE_ERRORS as exc:
+                failures.append(record_failure("recall", exc))
+        built = build_context(
+            messages,
+            cut=cut,
+            summary=state.get("summary", ""),
+            memories=memories,
+            system_prompt=ctx.system_prompt,
+            budget=Budget.for_window(ctx.context_window or default_window),
+            counter=counter_for_model(model_name),
+            evicted_count=state.get("evicted_message_count", 0),
+        )
+        return {
+            "built_context": built,
+            "turn": state.get("turn", 0) + 1,
+            "turns_since_consolidation": state.get("turns_since_consolidation", 0) + 1,
+            "failures": Overwrite(failures),
+        }
+
+    return start
+
+
+def build_context(
+    messages: Sequence[BaseMessage],
+    *,
+    cut: int,
+    summary: str,
+    memories: Sequence[ScoredMemory],
+    system_prompt: str,
+    budget: Budget,
+    counter: TokenCounter,
+    evicted_count: int = 0,
+) -> BuiltContext:
+    """Choose what goes into the model input (pure; see the module docstring for the rules).
+
+    Args:
+        messages: The thread's messages; `messages[cut:]` is the current input.
+        cut: Where the current input starts (`current_input_start`).
+        summary: The running summary.
+        memories: Recalled memories, best first.
+        system_prompt: The answering model's instructions.
+        budget: The turn's budget.
+        counter: Token counter of the answering model.
+        evicted_count: Messages of the thread already compacted away.
+
+    Raises:
+        ContextOverflowError: The current input, or it and the system prompt, exceed
+            window - reserve.
+    """
+    history, current = messages[:cut], messages[cut:]
+    available = budget.available
+    current_tokens = sum(counter.count_message(m) for m in current)
+    if current_tokens + MESSAGE_OVERHEAD + REPLY_PRIMING > available:
+        raise ContextOverflowError(
+            f"the current input is {current_tokens} tokens, but the model's window of "
+            f"{budget.window} tokens minus {budget.reserve} reserved for the reply leaves "
+            f"{available}: shorten the input, or set Context.context_window if the model accepts more"
+        )
+    system_tokens = counter.count_text(system_prompt)
+    room = available - current_tokens - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING
+    if room < 0:
+        raise ContextOverflowError(
+            f"the system prompt ({system_tokens} tokens) and the current input ({current_tokens} "
+            f"tokens) exceed the {available} tokens the model's window of {budget.window} leaves "
+            f"after the reply's reserve: shorten Context.system_prompt or the input"
+        )
+    memory_share = budget.memories - max(0, system_tokens - budget.system_prompt)
+    used, memory_block, memory_tokens = _fit_memories(memories, min(room, memory_share), counter)
+    room -= memory_tokens
+    summary_text, summary_tokens = _fit_summary(summary, min(room, budget.history), counter)
+
+    system = compose_system_message(system_prompt, memory_block, summary_text)
+    system_total = counter.count_message(system)
+    room = available - system_total - current_tokens - REPLY_PRIMING
+    if room < 0:  # joins tokenized differently than counted: fall back to the bare prompt
+        used, memory_block, memory_tokens, summary_text, summary_tokens = [], "", 0, "", 0
+        system = compose_system_message(system_prompt, "", "")
+        system_total = counter.count_message(system)
+        room = available - system_total - current_tokens - REPLY_PRIMING
+
+    included, history_tokens = _fit_history(history, min(room, budget.history - summary_tokens), counter)
+    return {
+        "token_stats": {
+            "system_prompt": system_tokens,
+            "memories": memory_tokens,
+            "summary": summary_tokens,
+            "recent_messages": history_tokens,
+            "current_input": current_tokens,
+            "total": system_total + history_tokens + current_tokens + REPLY_PRIMING,
+        },
+        "budget": budget.as_dict(),
+        "included_message_ids": [m.id for m in [*included, *current]],
+        "summarized_message_count": evicted_count + len(history) - len(included),
+        "used_summary": bool(summary_text),
+        "summary_chars": len(summary_text),
+        "memory_ids": [s.memory.id for s in used],
+        "memory_block": memory_block,
+        "encoding": counter.name,
+    }
+
+
+def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:
+    """The messages `respond` sends: the system message, then what `start` included, then this
+    turn's tool calls and results (which come after the current input)."""
+    built = state["built_context"]
+    messages = state["messages"]
+    included = set(built["included_message_ids"])
+    last = max((i for i, m in enumerate(messages) if m.id in included), default=len(messages) - 1)
+    chosen = [m for m in messages[: last + 1] if m.id in included] + list(messages[last + 1 :])
+    summary = state.get("summary", "")[: built["summary_chars"]]
+    return [compose_system_message(system_prompt, built["memory_block"], summary), *chosen]
+
+
+def compose_system_message(system_prompt: str, memory_block: str, summary: str) -> SystemMessage:
+    """The system message: instructions, then the memory block, then the summary block."""
+    parts = [system_prompt, memory_block, SUMMARY_BLOCK_TEMPLATE.format(summary=summary) if summary else ""]
+    return SystemMessage("\n\n".join(p for p in parts if p))
+
+
+def render_memory_block(memories: Sequence[ScoredMemory], *, template: str = MEMORY_BLOCK_TEMPLATE) -> str:
+    """One delimited block, a section per category (seed 004's "# USER MEMORY" layout).
+
+    Example:
+        >>> from engram.stores.memory_types import Memory
+        >>> m = Memory.new("Prefers short answers", "preference", 0.9, now="2026-01-01T00:00:00+00:00")
+        >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
+        >>> block.splitlines()[5:9]
+        ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']
+    """
+    if not memories:
+        return ""
+    grouped: dict[str, list[str]] = {}
+    for scored in memories:
+        heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
+        content = " ".join(scored.memory.content.replace(MEMORY_BLOCK_CLOSING_TAG, "").split())
+        grouped.setdefault(heading, []).append(f"- {content}")
+    order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING]
+    sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
+    return template.format(sections="\n\n".join(sections))
+
+
+def current_input_start(messages: Sequence[BaseMessage]) -> int:
+    """Index where this turn's input starts: after the last AI reply (with the AI message whose
+    tool calls the input answers, if it starts with tool results).
+
+    Raises:
+        ValueError: The thread ends with an AI reply, so this run brought no input.
+    """
+    cut = len(messages)
+    while cut > 0 and not isinstance(messages[cut - 1], AIMessage):
+        cut -= 1
+    if cut == len(messages):
+        raise ValueError(
+            "this run brought no new input: invoke with {'messages': [...]} for a turn, "
+            "or {'end_session': True} to end the session"
+        )
+    if cut > 0 and isinstance(messages[cut], ToolMessage):
+        cut -= 1
+    return cut
+
+
+def recall_query(messages: Sequence[BaseMessage], cut: int) -> str:
+    """The current input and the 3 messages before it, newest first (so an embedder that
+    truncates long texts keeps the current message)."""
+    window = messages[max(0, cut - RECALL_CONTEXT_MESSAGES) :]
+    texts = (message_text(m).strip()[:RECALL_QUERY_CHARS] for m in reversed(window))
+    return "\n".join(t for t in texts if t)
+
+
+async def _recall(store: BaseStore, ctx: Context, query: str) -> list[ScoredMemory]:
+    async with asyncio.timeout(ctx.recall_timeout_ms / 1000):
+        return await LongTermMemory(store).asearch(ctx.user_id, query, k=ctx.recall_k)
+
+
+def _fit_memories(
+    memories: Sequence[ScoredMemory], limit: int, counter: TokenCounter
+) -> tuple[list[ScoredMemory], str, int]:
+    used: list[ScoredMemory] = []
+    block, tokens = "", 0
+    for scored in memories:
+        candidate = render_memory_block([*used, scored])
+        cost = counter.count_text(candidate) + _JOIN_TOKENS
+        if cost <= limit:
+            used, block, tokens = [*used, scored], candidate, cost
+    return used, block, tokens
+
+
+def _fit_summary(summary: str, limit: int, counter: TokenCounter) -> tuple[str, int]:
+    if not summary:
+        return "", 0
+    overhead = counter.count_text(SUMMARY_BLOCK_TEMPLATE.format(summary="")) + _JOIN_TOKENS
+    text = counter.truncate(summary, limit - overhead - 1)  # - 1: the cut may re-tokenize
+    if not text:
+        return "", 0
+    return text, counter.count_text(SUMMARY_BLOCK_TEMPLATE.format(summary=text)) + _JOIN_TOKENS
+
+
+def _fit_history(
+    history: Sequence[BaseMessage], limit: int, counter: TokenCounter
+) -> tuple[list[BaseMessage], int]:
+    """Newest first, whole units (an AI message with tool calls plus its tool results)."""
+    units: list[list[BaseMessage]] = []
+    for message in history:
+        if isinstance(message, ToolMessage) and units:
+            units[-1].append(message)
+        else:
+            units.append([message])
+    chosen: list[list[BaseMessage]] = []
+    used = 0
+    for unit in reversed(units):
+        if isinstance(unit[0], ToolMessage):  # results whose tool call was compacted away
+            break
+        cost = sum(counter.count_message(m) for m in unit)
+        if used + cost > limit:
+            break
+        chosen.append(unit)
+        used += cost
+    return [m for unit in reversed(chosen) for m in unit], used

@@ -1,0 +1,229 @@
+"""Token counting for budgets and thresholds: tiktoken, cached per message, never blocking a turn.
+
+The encoding follows the answering model (`tiktoken.encoding_name_for_model`; models tiktoken does
+not know, such as Claude or Llama, are approximated with `cl100k_base`). An encoding is only loaded
+when its file is already in tiktoken's cache, so no turn ever waits on the network: a missing
+encoding is fetched once in a background thread while counting falls back to `cl100k_base` (if
+cached) or to a character estimate that weights CJK characters more than Latin ones (seed 001).
+
+Counts of messages are cached by message id and content, so a turn in a 1000-message thread
+counts only its new messages.
+
+Example:
+    >>> from langchain_core.messages import HumanMessage
+    >>> counter = counter_for_model("gpt-4o-mini")
+    >>> counter.count_message(HumanMessage("hello there", id="m1")) > MESSAGE_OVERHEAD
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import tiktoken
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_OVERHEAD = 4
+"""Tokens each chat message costs beyond its content (role and delimiters), as OpenAI counts."""
+REPLY_PRIMING = 3
+"""Tokens a chat request costs once, priming the model's reply."""
+FALLBACK_ENCODING = "cl100k_base"
+"""Encoding used for models tiktoken does not know, and when the model's own one is not cached."""
+ESTIMATE_NAME = "char-estimate"
+"""Name of the character estimate used when no encoding is cached at all."""
+
+_BLOB_URLS = {
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "o200k_harmony": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "p50k_base": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
+    "p50k_edit": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
+    "r50k_base": "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
+}
+_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef]")
+_ASCII_WORDISH = re.compile(r"[A-Za-z\s]")
+_ASCII_OTHER = re.compile(r"[\x21-\x40\x5b-\x60\x7b-\x7e]")
+_ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
+_CACHE_LIMIT = 100_000
+_fetching: set[str] = set()
+_fetch_lock = threading.Lock()
+_warned_estimate = threading.Event()
+
+
+class TokenCounter:
+    """Counts tokens of texts and chat messages with one encoding (or the character estimate).
+
+    Args:
+        encoding: A loaded tiktoken encoding, or None for the character estimate.
+    """
+
+    def __init__(self, encoding: tiktoken.Encoding | None) -> None:
+        self.encoding = encoding
+        self.name = encoding.name if encoding is not None else ESTIMATE_NAME
+        self._message_counts: dict[tuple[Any, ...], int] = {}
+
+    def count_text(self, text: str) -> int:
+        """Tokens of a plain text."""
+        if not text:
+            return 0
+        if self.encoding is None:
+            return estimate_tokens(text)
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one chat message, overhead included; cached by message id and content."""
+        text = message_text(message)
+        key = (message.id, len(text), hash(text))
+        count = self._message_counts.get(key)
+        if count is None:
+            count = self.count_text(text) + MESSAGE_OVERHEAD
+            if len(self._message_counts) >= _CACHE_LIMIT:
+                self._message_counts.clear()
+            self._message_counts[key] = count
+        return count
+
+    def count_messages(self, messages: Iterable[BaseMessage]) -> int:
+        """Tokens of a whole chat request: every message plus the reply priming."""
+        return sum(self.count_message(m) for m in messages) + REPLY_PRIMING
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of `text` that fits in `max_tokens` (cut at a token boundary)."""
+        if max_tokens <= 0:
+            return ""
+        if self.count_text(text) <= max_tokens:
+            return text
+        if self.encoding is not None:
+            tokens = self.encoding.encode(text, disallowed_special=())
+            # A cut inside a multi-byte character drops that character.
+            return self.encoding.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
+        low, high = 0, len(text)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if estimate_tokens(text[:mid]) <= max_tokens:
+                low = mid
+            else:
+                high = mid - 1
+        return text[:low]
+
+
+def counter_for_model(model_name: str | None) -> TokenCounter:
+    """The counter for a model name: its tiktoken encoding if cached, else the fallbacks.
+
+    Never blocks on the network: when the model's encoding is not cached, a background thread
+    fetches it once (the next lookup then uses it) and this call returns the fallback.
+    """
+    wanted = _encoding_name(model_name)
+    for name in dict.fromkeys([wanted, FALLBACK_ENCODING]):
+        if is_encoding_cached(name):
+            return _counter(name)
+        if name == wanted:
+            _fetch_in_background(name)
+    if not _warned_estimate.is_set():
+        _warned_estimate.set()
+        logger.warning(
+            "tiktoken encodings %s are not cached (set TIKTOKEN_CACHE_DIR to a folder holding "
+            "them); token counts are estimated from characters",
+            sorted({wanted, FALLBACK_ENCODING}),
+        )
+    return _counter(None)
+
+
+def is_encoding_cached(name: str) -> bool:
+    """Whether tiktoken can load `name` from its cache folder without a download."""
+    url = _BLOB_URLS.get(name)
+    cache_dir = _tiktoken_cache_dir()
+    if url is None or not cache_dir:
+        return False
+    return os.path.exists(os.path.join(cache_dir, hashlib.sha1(url.encode()).hexdigest()))
+
+
+def estimate_tokens(text: str) -> int:
+    """A deliberately generous token estimate from characters (seed 001's weighted average).
+
+    In OpenAI encodings a CJK character costs about one token, a Latin letter or space about a
+    quarter, a digit or ASCII symbol most of one, another script's letter about a half, and an
+    emoji two or more.
+    """
+    cjk = len(_CJK.findall(text))
+    wordish = len(_ASCII_WORDISH.findall(text))
+    symbols = len(_ASCII_OTHER.findall(text))
+    astral = len(_ASTRAL.findall(text))
+    other = len(text) - cjk - wordish - symbols - astral
+    return math.ceil(cjk * 1.3 + wordish * 0.3 + symbols * 0.8 + other * 0.55 + astral * 2.0)
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text a message costs tokens for: its content, tool calls, tool call id and name."""
+    content = message.content
+    text = content if isinstance(content, str) else _blocks_text(content)
+    extras: list[str] = []
+    if isinstance(message, AIMessage) and message.tool_calls:
+        extras.extend(f"{c['name']} {json.dumps(c['args'], ensure_ascii=False)}" for c in message.tool_calls)
+    if isinstance(message, ToolMessage):
+        extras.append(message.tool_call_id)
+    if message.name:
+        extras.append(message.name)
+    return "\n".join([text, *extras]) if extras else text
+
+
+@lru_cache(maxsize=None)
+def _counter(name: str | None) -> TokenCounter:
+    return TokenCounter(tiktoken.get_encoding(name) if name else None)
+
+
+def _encoding_name(model_name: str | None) -> str:
+    if not model_name:
+        return FALLBACK_ENCODING
+    try:
+        return tiktoken.encoding_name_for_model(model_name.rsplit("/", 1)[-1].split(":", 1)[-1])
+    except KeyError:
+        return FALLBACK_ENCODING
+
+
+def _tiktoken_cache_dir() -> str:
+    # Mirrors tiktoken.load.read_file_cached; "" means tiktoken caching is disabled.
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    if "DATA_GYM_CACHE_DIR" in os.environ:
+        return os.environ["DATA_GYM_CACHE_DIR"]
+    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+
+
+def _fetch_in_background(name: str) -> None:
+    with _fetch_lock:
+        if name in _fetching or name not in _BLOB_URLS:
+            return
+        _fetching.add(name)
+    logger.info("tiktoken encoding %s is not cached; fetching it in the background", name)
+    threading.Thread(target=_fetch, args=(name,), name=f"tiktoken-{name}", daemon=True).start()
+
+
+def _fetch(name: str) -> None:
+    try:
+        tiktoken.get_encoding(name)
+    except (OSError, ValueError) as exc:  # requests' errors are OSErrors; ValueError: bad hash
+        logger.info("could not fetch tiktoken encoding %s (%s); using the fallback", name, exc)
+
+
+def _blocks_text(blocks: Sequence[Any]) -> str:
+    parts = []
+    for block in blocks:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        else:
+            parts.append(json.dumps(block, ensure_ascii=False, default=str))
+    return "\n".join(parts)
