@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -58,6 +59,9 @@ MAX_PENDING = 200
 """Evicted messages kept for a retry at most (the short-term hard cap, seed 002)."""
 MAX_CONSOLIDATED_IDS = 1000
 """`consolidated_message_ids` keeps only ids still in the thread, and at most this many."""
+
+_QUIET = ("unchanged", "dropped")
+"""Write-policy outcomes that change nothing and are not announced."""
 
 Trigger = Literal["session_end", "eviction", "turns"]
 ConsolidateNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
@@ -148,6 +152,14 @@ def make_consolidate(
             "turns_since_consolidation": 0,
             "pending_extraction": to_pending(still_pending),
             "consolidated_message_ids": _bounded(done + written, state),
+            "consolidation": {
+                "trigger": trigger,
+                "mode": extract.mode,
+                "messages": len(written),
+                "actions": _counts(results),
+                "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
+                "at": datetime.now(timezone.utc).isoformat(),
+            },
             "failures": failures,
         }
 
@@ -218,7 +230,7 @@ def _announce(runtime: Runtime[Context], user_id: str, results: Sequence[WriteRe
     """`memory.created` / `memory.updated` / `memory.superseded` on the custom stream."""
     for result in results:
         memory = result.memory
-        if memory is None or result.action in ("unchanged", "dropped"):
+        if memory is None or result.action in _QUIET:
             continue
         event = MEMORY_UPDATED if result.action in ("merged", "duplicate") else MEMORY_CREATED
         runtime.stream_writer(_event(event, user_id, memory, action=result.action))
@@ -241,8 +253,12 @@ def _event(name: str, user_id: str, memory: Any, **extra: Any) -> dict[str, Any]
     }
 
 
-def _tally(results: Sequence[WriteResult]) -> str:
+def _counts(results: Sequence[WriteResult]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for result in results:
         counts[result.action] = counts.get(result.action, 0) + 1
-    return ", ".join(f"{n} {action}" for action, n in sorted(counts.items()))
+    return counts
+
+
+def _tally(results: Sequence[WriteResult]) -> str:
+    return ", ".join(f"{n} {action}" for action, n in sorted(_counts(results).items()))

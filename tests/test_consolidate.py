@@ -122,6 +122,10 @@ async def test_session_end_extracts_with_provenance_and_events(backend):
     assert {e["memory_id"] for e in events} == {m.id for m in found.values()}
     assert {(e["category"], e["content"]) for e in events} == {(m.category, m.content) for m in found.values()}
     assert state["failures"] == []
+    record = state["consolidation"]
+    assert (record["trigger"], record["mode"], record["messages"]) == ("session_end", "offline", 10)
+    assert record["actions"] == {"created": 4}
+    assert set(record["memory_ids"]) == {m.id for m in found.values()}
 
 
 # -- idempotency -------------------------------------------------------------------------------
@@ -133,8 +137,9 @@ async def test_consolidating_the_same_messages_twice_creates_nothing_new():
     state, events = await run(graph, {"end_session": True})
     assert events == [] and sorted(m.model_dump_json() for m in memories(store)) == before
     # Same messages in another thread (e.g. a replayed checkpoint): the write policy sees a replay.
-    _, events = await run(graph, {"messages": CONVERSATION, "end_session": True}, thread="t2")
+    state, events = await run(graph, {"messages": CONVERSATION, "end_session": True}, thread="t2")
     assert events == [] and sorted(m.model_dump_json() for m in memories(store)) == before
+    assert state["consolidation"]["actions"] == {"unchanged": 4}
 
 
 async def test_only_new_messages_are_extracted_after_a_consolidation():
