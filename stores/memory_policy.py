@@ -223,16 +223,16 @@ def list_steps(
     limit: int,
     offset: int,
 ) -> Steps[list[Memory]]:
-    """Memories newest first (by the store's `updated_at`), filtered by status and category."""
+    """Memories filtered by status and category, most recently updated first.
+
+    Which `offset + limit` items a plain search returns is the store's choice (ChromaStore:
+    the most recently updated); this page is then sorted by `updated_at`.
+    """
     flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
-    if categories:
-        ops = [SearchOp(namespace, {**flt, "category": c}, limit=offset + limit) for c in categories]
-        results = yield ops
-        items = sorted((i for r in results for i in r), key=lambda i: i.updated_at, reverse=True)
-        items = items[offset : offset + limit]
-    else:
-        (items,) = yield [SearchOp(namespace, flt or None, limit=limit, offset=offset)]
-    return [Memory.from_item(i) for i in items]
+    filters = [{**flt, "category": c} for c in categories] if categories else [flt]
+    results = yield [SearchOp(namespace, f or None, limit=offset + limit) for f in filters]
+    items = sorted((i for found in results for i in found), key=lambda i: i.updated_at, reverse=True)
+    return [Memory.from_item(i) for i in items[offset : offset + limit]]
 
 
 def set_forgotten_steps(

@@ -346,3 +346,12 @@ def test_merge_content_rules():
     assert merge_content("I use Vim with plugins", "i use vim") == "I use Vim with plugins"
     assert merge_content("I use Vim", "I use Neovim") == "I use Vim\nI use Neovim"
     assert merge_content("x" * 1500, "y" * 600) == "y" * 600
+
+
+def test_list_is_newest_first_and_filters_by_category(store):
+    times = iter([NOW - timedelta(days=3), NOW - timedelta(days=1), NOW - timedelta(days=2)])
+    ltm = LongTermMemory(store, clock=lambda: next(times))
+    for text, category in [("I live in Lisbon", "fact"), ("I prefer dark mode", "preference"), ("I work at Acme", "fact")]:
+        ltm.upsert(USER, [cand(text, category)])
+    assert [m.content for m in ltm.list(USER)] == ["I prefer dark mode", "I work at Acme", "I live in Lisbon"]
+    assert [m.content for m in ltm.list(USER, categories=["fact"])] == ["I work at Acme", "I live in Lisbon"]
