@@ -226,13 +226,14 @@ def list_steps(
     """Memories filtered by status and category, most recently updated first.
 
     Which `offset + limit` items a plain search returns is the store's choice (ChromaStore:
-    the most recently updated); this page is then sorted by `updated_at`.
+    the most recently updated); this page is then sorted by the memories' `updated_at`.
     """
     flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
     filters = [{**flt, "category": c} for c in categories] if categories else [flt]
     results = yield [SearchOp(namespace, f or None, limit=offset + limit) for f in filters]
-    items = sorted((i for found in results for i in found), key=lambda i: i.updated_at, reverse=True)
-    return [Memory.from_item(i) for i in items[offset : offset + limit]]
+    found = [Memory.from_item(i) for r in results for i in r]
+    found.sort(key=lambda m: parse_time(m.updated_at), reverse=True)
+    return found[offset : offset + limit]
 
 
 def set_forgotten_steps(
