@@ -112,7 +112,8 @@ class StructuredFakeChatModel(RecordingChatModel):
 
 
 class FailingChatModel(RecordingChatModel):
-    """A chat model that is down: records the call, then raises `RuntimeError(error)`."""
+    """A chat model that is down: every call, structured output included, raises
+    `RuntimeError(error)` (plain calls are recorded first)."""
 
     error: str = "model unavailable"
 
@@ -123,6 +124,12 @@ class FailingChatModel(RecordingChatModel):
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any):  # type: ignore[override]
         self.calls.append(list(messages))
         raise RuntimeError(self.error)
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> RunnableLambda:  # type: ignore[override]
+        def fail(model_input: Any) -> Any:
+            raise RuntimeError(self.error)
+
+        return RunnableLambda(fail)
 
 
 class FailingEmbeddings(NGramEmbeddings):
