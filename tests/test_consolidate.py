@@ -20,21 +20,10 @@ from engram.nodes.tokens import counter_for_model
 from engram.nodes.transcript import to_pending
 from engram.stores.chroma import ChromaStore
 from engram.stores.memories import LongTermMemory
-from fakes import NGramEmbeddings, StructuredFakeChatModel
+from fakes import FailingStore, NGramEmbeddings, StructuredFakeChatModel
 
 USER = "alice"
 INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
-
-
-class FlakyStore(InMemoryStore):
-    """An InMemoryStore that raises OSError on every batch while `down` is set."""
-
-    down = False
-
-    async def abatch(self, ops):  # type: ignore[override]
-        if self.down:
-            raise OSError("store unreachable")
-        return await super().abatch(ops)
 
 
 def build(store=None, memory_model=None, **kwargs: Any):
@@ -220,14 +209,13 @@ async def test_a_failing_extractor_is_recorded_and_the_run_completes():
 
 
 async def test_a_failing_store_keeps_the_messages_pending():
-    store = FlakyStore(index=INDEX)
+    store = FailingStore(index=INDEX)
     graph, _ = build(store)
     evicted, kept = CONVERSATION[:6], CONVERSATION[6:]
-    store.down = True
     state, _ = await run(graph, {"messages": kept, "pending_extraction": to_pending(evicted)})
     assert [f["stage"] for f in state["failures"]] == ["store"]
     assert [m["data"]["id"] for m in state["pending_extraction"]] == [m.id for m in evicted]
-    store.down = False
+    store.failing = False
     state, _ = await run(graph, {"turns_since_consolidation": 0})
     # `failures` accumulates within a turn (operator.add); in the full graph `start` resets it.
     assert state["pending_extraction"] == [] and len(state["failures"]) == 1
