@@ -19,7 +19,7 @@ Failures never lose a memory: when extraction or the store fails, the failure is
 `state["failures"]` and the window's messages stay pending for the next trigger. Re-running over
 the same messages writes nothing new (`consolidated_message_ids`, and the write policy is
 idempotent). Incognito runs extract and write nothing, and their messages are never extracted
-later.
+later. A graph compiled without a store extracts nothing (and keeps no evicted messages).
 """
 
 from __future__ import annotations
@@ -196,7 +196,9 @@ def _context_for(
     if missing <= 0:
         return []
     first = window[0].id
-    position = next((i for i, m in enumerate(thread) if m.id == first), len(thread))
+    position = next((i for i, m in enumerate(thread) if m.id == first), None)
+    if position is None:  # an evicted window: what came before it is gone from the thread
+        return []
     before = [m for m in thread[:position] if m.id in consolidated]
     return before[-missing:]
 
