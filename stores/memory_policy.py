@@ -171,11 +171,19 @@ def upsert_steps(
         "structured_data": structured,
     }
 
-    # 3. same key, different value: supersede (the old one stays, with valid_until)
+    # 3. same key, different value: supersede (the old one stays, with valid_until);
+    #    the same value, or a near-identical text, confirms the memory instead
     if candidate.key:
-        found = yield [SearchOp(namespace, {"key": candidate.key, "current": True}, limit=50)]
-        olds = [Memory.from_item(i) for i in found[0]]
-        same = [o for o in olds if _same_value(o, content, structured)]
+        (found,) = yield [
+            SearchOp(namespace, {"key": candidate.key, "current": True}, limit=50, query=content)
+        ]
+        olds = [Memory.from_item(i) for i in found]
+        same = [
+            old
+            for old, item in zip(olds, found)
+            if _same_value(old, content, structured)
+            or (item.score is not None and item.score >= settings.duplicate_threshold)
+        ]
         if same:
             return (yield from _merge_into(namespace, hash_namespace, same[0], content, digest,
                                            importance, candidate, sources, structured, now))

@@ -355,3 +355,12 @@ def test_list_is_newest_first_and_filters_by_category(store):
         ltm.upsert(USER, [cand(text, category)])
     assert [m.content for m in ltm.list(USER)] == ["I prefer dark mode", "I work at Acme", "I live in Lisbon"]
     assert [m.content for m in ltm.list(USER, categories=["fact"])] == ["I work at Acme", "I live in Lisbon"]
+
+
+def test_same_key_near_identical_text_confirms_instead_of_superseding(api):
+    key = {"key": "preference.frontend_framework"}
+    a_text, b_text = "The user always uses React for frontend work", "The user always uses React for frontend work now"
+    assert cosine(a_text, b_text) >= 0.9
+    [a] = api.upsert(USER, [cand(a_text, **key)])
+    [b] = api.upsert(USER, [cand(b_text, **key)])
+    assert b.action == "merged" and b.memory.id == a.memory.id and b.memory.content == b_text
