@@ -7,6 +7,7 @@ character n-grams get similar vectors, so similarity in tests means something.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import zlib
 from collections import Counter
@@ -176,3 +177,8 @@ class FailingStore(InMemoryStore):
         if self.failing:
             raise OSError("store unavailable")
         return await super().abatch(ops)
+
+
+def studio_chat_model() -> RecordingChatModel:
+    """The answering model `langgraph dev` loads in the Studio test (`ENGRAM_MODEL=tests/fakes.py:studio_chat_model`)."""
+    return RecordingChatModel(messages=itertools.cycle(["Noted, thanks for telling me."]))

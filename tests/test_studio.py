@@ -1,0 +1,108 @@
+"""LangGraph Studio's server (`langgraph dev`) loads langgraph.json: the engram graph with a fake
+model chosen by ENGRAM_MODEL, and the ChromaStore factory whose memories the /store API serves."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+pytestmark = pytest.mark.server
+
+REPO = Path(__file__).resolve().parents[1]
+STARTUP_SECONDS = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`langgraph dev` on 127.0.0.1, no browser, reload or analytics; stopped with its group."""
+    data = tmp_path_factory.mktemp("engram-data")
+    log_path = data / "langgraph-dev.log"
+    port = _free_port()
+    env = {
+        **os.environ,
+        "ENGRAM_MODEL": "tests/fakes.py:studio_chat_model",
+        "ENGRAM_DATA_DIR": str(data),
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGSMITH_TRACING": "false",
+    }
+    env.pop("ENGRAM_CHROMA_URL", None)
+    env.pop("ENGRAM_MEMORY_MODEL", None)
+    command = [
+        sys.executable, "-m", "langgraph_cli", "dev",
+        "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+    ]
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(url, process, log_path)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.5)
+    pytest.fail(f"langgraph dev did not answer within {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}")
+
+
+async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_store(server: str) -> None:
+    client = get_client(url=server)
+    assistants = await client.assistants.search(graph_id="engram")
+    assert assistants, "langgraph.json's graph 'engram' is not served"
+    thread = await client.threads.create()
+    context = {"user_id": "studio-user"}
+
+    state = await client.runs.wait(
+        thread["thread_id"],
+        "engram",
+        input={"messages": [{"role": "user", "content": "I prefer dark mode in every editor I use."}]},
+        context=context,
+    )
+    assert state["messages"][-1]["content"] == "Noted, thanks for telling me."
+    assert state["built_context"]["budget"]["window"] == 8192  # what Studio shows per step
+    assert state["turn"] == 1
+
+    state = await client.runs.wait(thread["thread_id"], "engram", input={"end_session": True}, context=context)
+    assert state["consolidation"]["trigger"] == "session_end"
+
+    found = await client.store.search_items(("memories", "studio-user"))
+    memories = [item["value"] for item in found["items"]]
+    assert [(m["category"], m["content"]) for m in memories] == [
+        ("preference", "I prefer dark mode in every editor I use.")
+    ]
+    assert memories[0]["source_thread_id"] == thread["thread_id"]
+    assert (await client.store.search_items(("memories", "someone-else")))["items"] == []
