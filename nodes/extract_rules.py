@@ -198,11 +198,14 @@ _CHITCHAT = re.compile(
     re.IGNORECASE,
 )
 _EPHEMERAL = re.compile(r"\b(?:today|tonight|right now|this morning|this afternoon|this evening)\b|今天|今晚|刚才|待会", re.IGNORECASE)
-_PRONOUN_ONLY = re.compile(
-    r"^(?:it|this|that|these|those|them|you|him|her|one|so|too|a lot|very much|the idea|that idea|"
-    r"this idea|your answer|the answer|your idea|your reply|this one|that one|it a lot)\W*$|^(?:它|这|那|这个|那个|你)\W*$",
+_CONTEXT_OBJECT = re.compile(
+    r"^(?:it|this|that|these|those|them|you|him|her|so|too|a lot|very much)\b"
+    r"|^(?:the |that |this |your )?(?:first |second |third |last |other |former |latter |previous |new )?"
+    r"(?:one|option|approach|version|idea|answer|solution|suggestion|way|draft|reply|response)s?\W*$"
+    r"|^(?:它|这|那|这个|那个|你)",
     re.IGNORECASE,
 )
+"""The object of a preference that only points back into the chat ("I like that idea")."""
 _ADDITIVE = re.compile(r"\b(?:also|too|as well|both)\b|也|还(?!是)")
 _COMPARATIVE = re.compile(
     r"\b(?:over|instead of|rather than|than|no longer|anymore|now|switched|moved|went with)\b|而不是|不再|更喜欢|改用|换成|现在",
@@ -287,7 +290,7 @@ def classify(statement: str) -> MemoryCandidate | None:
     rule, match = matched
     if rule.category == "goal" and _EPHEMERAL.search(text):
         return None
-    if rule.kind in ("pref", "neg") and _PRONOUN_ONLY.match(text[match.end():].strip()):
+    if rule.kind in ("pref", "neg") and _CONTEXT_OBJECT.match(text[match.end():].strip()):
         return None
     if rule.needs_detail and not _DETAIL.search(text):
         return None
