@@ -15,19 +15,20 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 import chromadb
+import chromadb.errors
+import numpy as np
 from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 from langgraph.store.base import (
     BaseStore,
-    GetOp,
     IndexConfig,
     Item,
     ListNamespacesOp,
@@ -39,12 +40,10 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
     ensure_embeddings,
-    get_text_at_path,
-    tokenize_path,
-    validate_op_namespace,
 )
 
 from engram.stores import chroma_metadata as md
+from engram.stores import chroma_plan
 from engram.stores.paths import default_chroma_path
 
 logger = logging.getLogger(__name__)
@@ -78,6 +77,11 @@ class ChromaStore(BaseStore):
     """
 
     supports_ttl: bool = True
+    async_write_chunk: int = 64
+    """Records per Chroma write call in `abatch`. Embedded Chroma holds the GIL for the whole of
+    an insert (chroma-core/chroma#3873, #7692), which stalls the event loop even from a worker
+    thread; small writes bound each stall to a few tens of milliseconds. `batch` writes in
+    Chroma's largest batches, which is faster."""
 
     def __init__(
         self,
@@ -95,17 +99,15 @@ class ChromaStore(BaseStore):
         _check_collection_name(collection)
         self.client = client
         self.collection_name = collection
-        self._items = client.get_or_create_collection(collection, embedding_function=None)
+        self._items = client.get_or_create_collection(
+            collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
-        self._fields = [
-            (p, p if p == "$" else tokenize_path(p)) for p in ((index or {}).get("fields") or ["$"])
-        ]
-        self._vectors = (
+        self._fields = chroma_plan.index_fields(index.get("fields")) if index else None
+        self._extra = (
             client.get_or_create_collection(
-                f"{collection}.vectors",
-                embedding_function=None,
-                metadata={"hnsw:space": "cosine"},
+                f"{collection}.vectors", embedding_function=None, metadata={"hnsw:space": "cosine"}
             )
             if index
             else None
@@ -159,34 +161,34 @@ class ChromaStore(BaseStore):
     # -- BaseStore -----------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        plan = _plan(ops, self._fields if self.embeddings else None)
-        doc_vectors: list[list[float]] = []
-        query_vectors: dict[str, list[float]] = {}
-        if self.embeddings and plan.texts:
-            doc_vectors = self.embeddings.embed_documents([t.text for t in plan.texts])
-        if self.embeddings and plan.queries:
-            query_vectors = {q: self.embeddings.embed_query(q) for q in plan.queries}
-        return self._execute(plan, doc_vectors, query_vectors)
+        batch = chroma_plan.plan(ops, self._fields)
+        texts = batch.flat_texts()
+        doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
+        query_vectors = {q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings}
+        return self._execute(batch, doc_vectors, query_vectors)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        plan = _plan(ops, self._fields if self.embeddings else None)
+        batch = chroma_plan.plan(ops, self._fields)
+        texts = batch.flat_texts()
         doc_vectors: list[list[float]] = []
         query_vectors: dict[str, list[float]] = {}
-        if self.embeddings and plan.texts:
-            doc_vectors = await self.embeddings.aembed_documents([t.text for t in plan.texts])
-        if self.embeddings and plan.queries:
-            queries = sorted(plan.queries)
+        if self.embeddings and texts:
+            doc_vectors = await self.embeddings.aembed_documents(texts)
+        if self.embeddings and batch.queries:
+            queries = sorted(batch.queries)
             vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
             query_vectors = dict(zip(queries, vectors))
-        return await asyncio.to_thread(self._execute, plan, doc_vectors, query_vectors)
+        return await asyncio.to_thread(
+            self._execute, batch, doc_vectors, query_vectors, self.async_write_chunk
+        )
 
     # -- TTL -----------------------------------------------------------------------------------
 
     def sweep_ttl(self) -> int:
         """Delete every expired item and its vectors; returns how many items were deleted."""
-        expired = self._items.get(where={md.EXPIRES_AT: {"$lt": time.time()}}, include=[])["ids"]
-        self._delete_items(expired)
-        return len(expired)
+        expired = self._items.get(where={md.EXPIRES_AT: {"$lt": time.time()}}, include=["metadatas"])
+        self._delete_items(dict(zip(expired["ids"], expired["metadatas"])))
+        return len(expired["ids"])
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
@@ -227,48 +229,43 @@ class ChromaStore(BaseStore):
 
     def _execute(
         self,
-        plan: _Plan,
+        batch: chroma_plan.Plan,
         doc_vectors: list[list[float]],
         query_vectors: dict[str, list[float]],
+        write_chunk: int | None = None,
     ) -> list[Result]:
-        results: list[Result] = [None] * plan.size
+        results: list[Result] = [None] * batch.size
         now = time.time()
         refresh: dict[str, float] = {}
-        if plan.gets:
-            get_ids = [md.item_id(op.namespace, op.key) for _, op in plan.gets]
+        if batch.gets:
+            get_ids = [md.item_id(op.namespace, op.key) for _, op in batch.gets]
             found = self._fetch_items(get_ids, now)
-            for (i, op), item_id in zip(plan.gets, get_ids):
+            for (i, op), item_id in zip(batch.gets, get_ids):
                 hit = found.get(item_id)
                 results[i] = hit[0] if hit else None
                 if hit and op.refresh_ttl:
                     _note_refresh(refresh, item_id, hit[1], now)
-        for i, op in plan.searches:
+        for i, op in batch.searches:
             hits = self._search(op, query_vectors.get(op.query or ""), now)
             results[i] = [item for item, _ in hits]
             if op.refresh_ttl:
                 for item, meta in hits:
                     _note_refresh(refresh, md.item_id(item.namespace, item.key), meta, now)
-        for i, op in plan.list_ops:
+        for i, op in batch.list_ops:
             results[i] = self._list_namespaces(op, now)
         if refresh:
             ids = list(refresh)
-            for start in range(0, len(ids), self._max_batch):
-                chunk = ids[start : start + self._max_batch]
+            for chunk in self._chunks(ids):
                 self._items.update(ids=chunk, metadatas=[{md.EXPIRES_AT: refresh[i]} for i in chunk])
-        if plan.puts:
-            self._apply_puts(plan, doc_vectors, now)
+        if batch.puts:
+            self._apply_puts(batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk)
         return results
 
-    def _fetch_items(
-        self, ids: Sequence[str], now: float
-    ) -> dict[str, tuple[Item, dict[str, Any]]]:
+    def _fetch_items(self, ids: Sequence[str], now: float) -> dict[str, tuple[Item, dict[str, Any]]]:
         """Live items by Chroma id (expired ones are left out), with their metadata."""
         found: dict[str, tuple[Item, dict[str, Any]]] = {}
-        unique = list(dict.fromkeys(ids))
-        for start in range(0, len(unique), self._max_batch):
-            got = self._items.get(
-                ids=unique[start : start + self._max_batch], include=["documents", "metadatas"]
-            )
+        for chunk in self._chunks(list(dict.fromkeys(ids))):
+            got = self._items.get(ids=chunk, include=["documents", "metadatas"])
             for item_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
                 if not _expired(meta, now):
                     found[item_id] = (_item(doc, meta), meta)
@@ -278,65 +275,62 @@ class ChromaStore(BaseStore):
         self, op: SearchOp, query_vector: list[float] | None, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
         where = md.combine(md.prefix_clauses(op.namespace_prefix) + md.filter_clauses(op.filter))
-        wanted = op.offset + op.limit
-        if op.query and query_vector is not None and self._vectors is not None:
-            return self._vector_search(op, query_vector, where, wanted, now)
+        if op.query and query_vector is not None and self._extra is not None:
+            return self._vector_search(op, query_vector, where, now)
         got = self._items.get(where=where, include=["metadatas"])
-        rows = [
-            (item_id, meta)
-            for item_id, meta in zip(got["ids"], got["metadatas"])
-            if not _expired(meta, now)
-        ]
+        rows = [(i, m) for i, m in zip(got["ids"], got["metadatas"]) if not _expired(m, now)]
         rows.sort(key=lambda row: (row[1][md.UPDATED_AT], row[0]), reverse=True)
-        ordered = [item_id for item_id, _ in rows]
-        return self._page(ordered, {}, op, wanted, now)
+        return self._page([item_id for item_id, _ in rows], {}, op, now)
 
     def _vector_search(
-        self,
-        op: SearchOp,
-        query_vector: list[float],
-        where: dict[str, Any] | None,
-        wanted: int,
-        now: float,
+        self, op: SearchOp, query_vector: list[float], where: dict[str, Any] | None, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
-        assert self._vectors is not None
-        n = max(wanted * 3, 10)
+        assert self._extra is not None
+        collections = [self._items, self._extra] if self._extra.count() else [self._items]
+        n = op.offset + op.limit
         while True:
-            res = self._vectors.query(
-                query_embeddings=[query_vector],
-                n_results=n,
-                where=where,
-                include=["metadatas", "distances"],
-            )
+            # Ids and distances only: Chroma's query is much slower when it also returns
+            # documents and metadata than a query followed by a get of the winners.
             scores: dict[str, float] = {}
-            for meta, distance in zip(res["metadatas"][0], res["distances"][0]):
-                scores.setdefault(meta[md.ITEM_ID], 1.0 - float(distance))  # best vector first
-            hits = self._page(list(scores), scores, op, wanted, now)
-            exhausted = len(res["ids"][0]) < n
-            if exhausted or len(hits) >= op.limit or n >= 1_000_000:
+            returned = 0
+            for collection in collections:
+                res = collection.query(
+                    query_embeddings=[query_vector],
+                    n_results=n,
+                    where=where,
+                    include=["distances"] if collection is self._items else ["metadatas", "distances"],
+                )
+                owners = res["ids"][0] if collection is self._items else [m[md.ITEM_ID] for m in res["metadatas"][0]]
+                for item_id, distance in zip(owners, res["distances"][0]):
+                    scores[item_id] = max(1.0 - float(distance), scores.get(item_id, -2.0))
+                returned = max(returned, len(owners))
+            ranked = sorted(scores, key=scores.__getitem__, reverse=True)
+            hits = self._page(ranked, scores, op, now)
+            if returned < n or len(hits) >= op.limit:
                 return hits
             n *= 4
 
     def _page(
-        self,
-        ordered_ids: list[str],
-        scores: dict[str, float],
-        op: SearchOp,
-        wanted: int,
-        now: float,
+        self, ranked_ids: list[str], scores: dict[str, float], op: SearchOp, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
-        """Walk ids in rank order, keep those whose values pass the filter, cut offset/limit."""
+        """Walk ids in rank order, keep items whose values pass the filter, cut offset/limit.
+
+        With scores (a vector search), items whose vector is a placeholder are skipped.
+        """
+        wanted = op.offset + op.limit
         kept: list[tuple[SearchItem, dict[str, Any]]] = []
-        chunk = max(wanted * 2, 64) if op.filter else wanted
+        step = max(wanted * 2, 64) if op.filter else wanted
         position = 0
-        while position < len(ordered_ids) and len(kept) < wanted:
-            ids = ordered_ids[position : position + chunk]
+        while position < len(ranked_ids) and len(kept) < wanted:
+            ids = ranked_ids[position : position + step]
             position += len(ids)
             found = self._fetch_items(ids, now)
             for item_id in ids:
                 if item_id not in found:
                     continue
                 item, meta = found[item_id]
+                if scores and not meta.get(md.INDEXED):
+                    continue
                 if md.matches_filter(item.value, op.filter):
                     kept.append((_search_item(item, scores.get(item_id)), meta))
         return kept[op.offset : wanted]
@@ -345,89 +339,20 @@ class ChromaStore(BaseStore):
         clauses: list[dict[str, Any]] = []
         for condition in op.match_conditions or ():
             if condition.match_type == "prefix":
-                clauses += md.exact_prefix_clauses(tuple(condition.path))
+                clauses += md.prefix_clauses(md.literal_prefix(tuple(condition.path)))
         got = self._items.get(where=md.combine(clauses), include=["metadatas"])
         namespaces = {
             md.namespace_from_metadata(meta) for meta in got["metadatas"] if not _expired(meta, now)
         }
-        matching = [
-            ns for ns in namespaces if all(_namespace_matches(c, ns) for c in op.match_conditions or ())
-        ]
+        conditions = op.match_conditions or ()
+        matching = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
             matching = list({ns[: op.max_depth] for ns in matching})
         return sorted(matching)[op.offset : op.offset + op.limit]
 
-    def _apply_puts(self, plan: _Plan, doc_vectors: list[list[float]], now: float) -> None:
-        self._check_dims(doc_vectors)
-        writes = [op for op in plan.puts.values() if op.value is not None]
-        deletes = [md.item_id(op.namespace, op.key) for op in plan.puts.values() if op.value is None]
-        ids = [md.item_id(op.namespace, op.key) for op in writes]
-        previous: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(ids), self._max_batch):
-            got = self._items.get(ids=ids[start : start + self._max_batch], include=["metadatas"])
-            previous.update(zip(got["ids"], got["metadatas"]))
-        metadatas = [_item_metadata(op, previous.get(i), now) for op, i in zip(writes, ids)]
-        documents = [json.dumps(op.value, ensure_ascii=False) for op in writes]
-        for start in range(0, len(ids), self._max_batch):
-            end = start + self._max_batch
-            self._items.upsert(
-                ids=ids[start:end],
-                documents=documents[start:end],
-                metadatas=metadatas[start:end],
-                embeddings=[_PLACEHOLDER_EMBEDDING] * len(ids[start:end]),
-            )
-        if self._vectors is not None and ids:
-            self._replace_vectors(ids, plan, doc_vectors, dict(zip(ids, metadatas)))
-        self._delete_items(deletes)
-
-    def _replace_vectors(
-        self,
-        ids: list[str],
-        plan: _Plan,
-        doc_vectors: list[list[float]],
-        item_metadata: dict[str, dict[str, Any]],
-    ) -> None:
-        assert self._vectors is not None
-        vector_ids = [f"{t.item_id}:{t.path}" for t in plan.texts]
-        metadatas = [
-            {
-                **{k: v for k, v in item_metadata[t.item_id].items() if _copied_to_vectors(k, v)},
-                md.ITEM_ID: t.item_id,
-                md.PATH: t.path,
-            }
-            for t in plan.texts
-        ]
-        for start in range(0, len(vector_ids), self._max_batch):
-            end = start + self._max_batch
-            self._vectors.upsert(
-                ids=vector_ids[start:end],
-                embeddings=doc_vectors[start:end],
-                metadatas=metadatas[start:end],
-            )
-        stale = set(self._vector_ids_of(ids)) - set(vector_ids)
-        self._delete_vectors(sorted(stale))
-
-    def _delete_items(self, ids: list[str]) -> None:
-        """Delete items and then their vectors (a vector without its item is never returned)."""
-        for start in range(0, len(ids), self._max_batch):
-            self._items.delete(ids=ids[start : start + self._max_batch])
-        if self._vectors is not None and ids:
-            self._delete_vectors(self._vector_ids_of(ids))
-
-    def _vector_ids_of(self, item_ids: list[str]) -> list[str]:
-        assert self._vectors is not None
-        found: list[str] = []
-        for start in range(0, len(item_ids), self._max_batch):
-            chunk = item_ids[start : start + self._max_batch]
-            found += self._vectors.get(where={md.ITEM_ID: {"$in": chunk}}, include=[])["ids"]
-        return found
-
-    def _delete_vectors(self, vector_ids: list[str]) -> None:
-        assert self._vectors is not None
-        for start in range(0, len(vector_ids), self._max_batch):
-            self._vectors.delete(ids=vector_ids[start : start + self._max_batch])
-
-    def _check_dims(self, doc_vectors: list[list[float]]) -> None:
+    def _vectors_by_item(
+        self, batch: chroma_plan.Plan, doc_vectors: list[list[float]]
+    ) -> dict[str, list[list[float]]]:
         dims = (self.index_config or {}).get("dims")
         for vector in doc_vectors:
             if dims and len(vector) != dims:
@@ -435,6 +360,93 @@ class ChromaStore(BaseStore):
                     f"the embedding function returned {len(vector)}-dimensional vectors but the "
                     f"index config says dims={dims}: fix `dims` or the `embed` function"
                 )
+        by_item: dict[str, list[list[float]]] = {}
+        position = 0
+        for item_id, texts in batch.texts.items():
+            by_item[item_id] = doc_vectors[position : position + len(texts)]
+            position += len(texts)
+        return by_item
+
+    def _apply_puts(
+        self,
+        batch: chroma_plan.Plan,
+        vectors: dict[str, list[list[float]]],
+        now: float,
+        write_chunk: int | None,
+    ) -> None:
+        ops = list(batch.puts.values())
+        ids = [md.item_id(op.namespace, op.key) for op in ops]
+        previous: dict[str, dict[str, Any]] = {}
+        for chunk in self._chunks(ids):
+            got = self._items.get(ids=chunk, include=["metadatas"])
+            previous.update(zip(got["ids"], got["metadatas"]))
+        writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
+        metadatas = [_item_metadata(op, previous.get(i), len(vectors.get(i, ())), now) for op, i in writes]
+        records = [
+            (i, json.dumps(op.value, ensure_ascii=False), meta, (vectors.get(i) or [self._placeholder(i)])[0])
+            for (op, i), meta in zip(writes, metadatas)
+        ]
+        for chunk in self._chunks(records, write_chunk):
+            ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
+            self._upsert(self._items, ids=ids_, documents=docs, metadatas=metas, embeddings=embeddings)
+        extra = [
+            (f"{i}:{n}", vector, {**_searchable(meta), md.ITEM_ID: i})
+            for (_, i), meta in zip(writes, metadatas)
+            for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
+        ]
+        for chunk in self._chunks(extra, write_chunk):
+            ids_, embeddings, metas = (list(col) for col in zip(*chunk))
+            self._upsert(self._extra, ids=ids_, embeddings=embeddings, metadatas=metas)
+        kept = {i: max(len(vectors.get(i, ())) - 1, 0) for _, i in writes}
+        stale = [
+            f"{i}:{n}"
+            for i in ids
+            for n in range(kept.get(i, 0) + 1, int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
+        ]
+        deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
+        for chunk in self._chunks(deleted):
+            self._items.delete(ids=chunk)
+        if self._extra is not None:
+            for chunk in self._chunks(stale):
+                self._extra.delete(ids=chunk)
+
+    def _delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
+        """Delete items, then their extra vectors (an orphan vector is never returned)."""
+        ids = list(metadata_by_id)
+        for chunk in self._chunks(ids):
+            self._items.delete(ids=chunk)
+        extra = [
+            f"{i}:{n}" for i, meta in metadata_by_id.items() for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
+        ]
+        if self._extra is not None:
+            for chunk in self._chunks(extra):
+                self._extra.delete(ids=chunk)
+
+    def _upsert(self, collection: Collection | None, **columns: Any) -> None:
+        assert collection is not None
+        try:
+            collection.upsert(**columns)
+        except chromadb.errors.InvalidArgumentError as exc:
+            if "dimension" not in str(exc).lower():
+                raise
+            raise ValueError(
+                f"collection {collection.name!r} holds vectors of another size ({exc}); the index "
+                "config's dims must match the collection's: use another collection name"
+            ) from exc
+
+    def _placeholder(self, item_id: str) -> list[float]:
+        """A stand-in vector for an item with nothing to embed: never scored (metadata says so),
+        and a fixed pseudo-random direction per item so that placeholders don't cluster."""
+        dims = (self.index_config or {}).get("dims") or 1
+        if dims == 1:
+            return [1.0]
+        vector = np.random.default_rng(int(item_id[:15], 16)).standard_normal(dims)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def _chunks(self, rows: list[Any], size: int | None = None) -> Iterator[list[Any]]:
+        size = min(size or self._max_batch, self._max_batch)
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
 
 
 def make_store() -> ChromaStore:
@@ -453,74 +465,19 @@ def make_store() -> ChromaStore:
     return ChromaStore(index=index)
 
 
-# -- planning (pure) ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Text:
-    item_id: str
-    path: str
-    text: str
-
-
-@dataclass
-class _Plan:
-    size: int
-    gets: list[tuple[int, GetOp]] = field(default_factory=list)
-    searches: list[tuple[int, SearchOp]] = field(default_factory=list)
-    list_ops: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
-    puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
-    texts: list[_Text] = field(default_factory=list)
-    queries: set[str] = field(default_factory=set)
-
-
-def _plan(ops: Iterable[Op], fields: list[tuple[str, Any]] | None) -> _Plan:
-    """Validate and group ops; reads see the store as it was before this batch's puts."""
-    ops = list(ops)
-    plan = _Plan(size=len(ops))
-    for i, op in enumerate(ops):
-        validate_op_namespace(op)
-        if isinstance(op, GetOp):
-            plan.gets.append((i, op))
-        elif isinstance(op, SearchOp):
-            md.validate_filter(op.filter)
-            plan.searches.append((i, op))
-            if op.query:
-                plan.queries.add(op.query)
-        elif isinstance(op, ListNamespacesOp):
-            plan.list_ops.append((i, op))
-        elif isinstance(op, PutOp):
-            if not op.namespace:
-                raise ValueError("cannot put an item in the empty namespace: give at least one label")
-            if op.value is not None and not isinstance(op.value, dict):
-                raise ValueError(f"item values must be dicts, got {type(op.value).__name__}")
-            plan.puts.pop((op.namespace, op.key), None)  # last put of a key wins
-            plan.puts[(op.namespace, op.key)] = op
-        else:
-            raise ValueError(f"unknown store operation {type(op).__name__}")
-    if fields is not None:
-        for op in plan.puts.values():
-            if op.value is None or op.index is False:
-                continue
-            paths = fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
-            item_id = md.item_id(op.namespace, op.key)
-            for path, tokens in paths:
-                texts = get_text_at_path(op.value, tokens)
-                for n, text in enumerate(texts):
-                    label = f"{path}.{n}" if len(texts) > 1 else path
-                    plan.texts.append(_Text(item_id, label, text))
-    return plan
-
-
 # -- small helpers -----------------------------------------------------------------------------
 
 
-def _item_metadata(op: PutOp, previous: dict[str, Any] | None, now: float) -> dict[str, Any]:
+def _item_metadata(
+    op: PutOp, previous: dict[str, Any] | None, vector_count: int, now: float
+) -> dict[str, Any]:
     meta: dict[str, Any] = {
         **md.namespace_metadata(op.namespace),
         md.KEY: op.key,
         md.CREATED_AT: (previous or {}).get(md.CREATED_AT, now),
         md.UPDATED_AT: now,
+        md.INDEXED: vector_count > 0,
+        md.EXTRA_VECTORS: max(vector_count - 1, 0),
         **md.value_metadata(op.value or {}),
     }
     if op.ttl is not None:
@@ -531,18 +488,21 @@ def _item_metadata(op: PutOp, previous: dict[str, Any] | None, now: float) -> di
     return meta
 
 
+def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
+    """The metadata an extra vector copies from its item, so the same `where` selects both."""
+    return {
+        k: v
+        for k, v in meta.items()
+        if v is not None and (k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX)))
+    }
+
+
 def _check_collection_name(name: str) -> None:
     if not _COLLECTION_NAME.fullmatch(name):
         raise ValueError(
             f"invalid collection name {name!r}: use 3-504 characters of [a-zA-Z0-9._-], "
             "starting and ending with a letter or digit"
         )
-
-
-def _copied_to_vectors(key: str, value: Any) -> bool:
-    if value is None:
-        return False
-    return key.startswith((md.VALUE_PREFIX, md.LONG_PREFIX, "ns."))
 
 
 def _expired(meta: dict[str, Any], now: float) -> bool:

@@ -1,7 +1,8 @@
 """Pure translation between LangGraph store concepts and Chroma records.
 
-Namespaces are stored one metadata field per level (`ns.0`, `ns.1`, ...) plus `ns.depth`, so
-matching is segment by segment: `("foo",)` never matches `("foobar",)`. Top-level scalar fields of
+Namespaces are stored as one metadata field per prefix (`ns.p1` = `["users"]`, `ns.p2` =
+`["users", "alice"]`, ...) plus `ns.depth`, so matching is segment by segment (`("foo",)` never
+matches `("foobar",)`) and a prefix costs Chroma one equality condition. Top-level scalar fields of
 a value are copied into metadata (`v:<field>`) so that filters can be pushed down to Chroma's
 `where`; the pushed-down clause is always a superset, and `matches_filter` decides exactly.
 """
@@ -19,10 +20,11 @@ UPDATED_AT = "updated_at"
 EXPIRES_AT = "expires_at"
 TTL_MINUTES = "ttl_minutes"
 ITEM_ID = "item"
-PATH = "path"
+INDEXED = "indexed"
+EXTRA_VECTORS = "extra_vectors"
 VALUE_PREFIX = "v:"
 LONG_PREFIX = "v~"
-MAX_METADATA_STRING = 1024
+MAX_METADATA_STRING = 128
 RANGE_OPERATORS = {"$gt", "$gte", "$lt", "$lte"}
 OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
 
@@ -33,18 +35,25 @@ def item_id(namespace: tuple[str, ...], key: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
-def ns_label(level: int) -> str:
-    return f"ns.{level}"
+def prefix_field(depth: int) -> str:
+    """The metadata field holding a namespace's first `depth` labels."""
+    return f"ns.p{depth}"
+
+
+def encode_labels(labels: tuple[str, ...]) -> str:
+    return json.dumps(list(labels), ensure_ascii=False)
 
 
 def namespace_metadata(namespace: tuple[str, ...]) -> dict[str, Any]:
+    """Every prefix of the namespace (itself included) as one field: a prefix match is one
+    equality condition, and `("foo",)` can never match `("foobar",)`."""
     meta: dict[str, Any] = {NS_DEPTH: len(namespace)}
-    meta.update({ns_label(i): label for i, label in enumerate(namespace)})
+    meta.update({prefix_field(d): encode_labels(namespace[:d]) for d in range(1, len(namespace) + 1)})
     return meta
 
 
 def namespace_from_metadata(meta: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(meta[ns_label(i)] for i in range(int(meta[NS_DEPTH])))
+    return tuple(json.loads(meta[prefix_field(int(meta[NS_DEPTH]))]))
 
 
 def value_metadata(value: dict[str, Any]) -> dict[str, Any]:
@@ -64,20 +73,12 @@ def value_metadata(value: dict[str, Any]) -> dict[str, Any]:
 
 def prefix_clauses(prefix: tuple[str, ...]) -> list[dict[str, Any]]:
     """Where clauses matching every namespace that starts with `prefix` (no wildcards)."""
-    clauses: list[dict[str, Any]] = [{ns_label(i): label} for i, label in enumerate(prefix)]
-    if prefix:
-        clauses.append({NS_DEPTH: {"$gte": len(prefix)}})
-    return clauses
+    return [{prefix_field(len(prefix)): encode_labels(prefix)}] if prefix else []
 
 
-def exact_prefix_clauses(prefix: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Like `prefix_clauses`, skipping `*` wildcard labels (matched later in Python)."""
-    clauses: list[dict[str, Any]] = [
-        {ns_label(i): label} for i, label in enumerate(prefix) if label != "*"
-    ]
-    if prefix:
-        clauses.append({NS_DEPTH: {"$gte": len(prefix)}})
-    return clauses
+def literal_prefix(prefix: tuple[str, ...]) -> tuple[str, ...]:
+    """The labels of a list_namespaces prefix before its first `*` wildcard."""
+    return prefix[: prefix.index("*")] if "*" in prefix else prefix
 
 
 def filter_clauses(filter: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -1,0 +1,79 @@
+"""Planning a store batch (pure): validation, grouping by kind, and the texts to embed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.store.base import (
+    GetOp,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    SearchOp,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
+
+from engram.stores import chroma_metadata as md
+
+Fields = list[tuple[str, Any]]
+
+
+@dataclass
+class Plan:
+    """One batch, grouped: reads see the store as it was before the batch's puts."""
+
+    size: int
+    gets: list[tuple[int, GetOp]] = field(default_factory=list)
+    searches: list[tuple[int, SearchOp]] = field(default_factory=list)
+    list_ops: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
+    puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    """Item id -> the texts to embed for it, in field order (the first one rides on the item)."""
+    queries: set[str] = field(default_factory=set)
+
+    def flat_texts(self) -> list[str]:
+        return [text for texts in self.texts.values() for text in texts]
+
+
+def index_fields(paths: list[str] | None) -> Fields:
+    """LangGraph's index `fields` as (path, tokenized path) pairs; `["$"]` by default."""
+    return [(p, p if p == "$" else tokenize_path(p)) for p in (paths or ["$"])]
+
+
+def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:
+    """Validate and group `ops`; with `fields` (an index is configured), collect texts to embed."""
+    ops = list(ops)
+    result = Plan(size=len(ops))
+    for i, op in enumerate(ops):
+        validate_op_namespace(op)
+        if isinstance(op, GetOp):
+            result.gets.append((i, op))
+        elif isinstance(op, SearchOp):
+            md.validate_filter(op.filter)
+            result.searches.append((i, op))
+            if op.query:
+                result.queries.add(op.query)
+        elif isinstance(op, ListNamespacesOp):
+            result.list_ops.append((i, op))
+        elif isinstance(op, PutOp):
+            if not op.namespace:
+                raise ValueError("cannot put an item in the empty namespace: give at least one label")
+            if op.value is not None and not isinstance(op.value, dict):
+                raise ValueError(f"item values must be dicts, got {type(op.value).__name__}")
+            result.puts.pop((op.namespace, op.key), None)  # the last put of a key wins
+            result.puts[(op.namespace, op.key)] = op
+        else:
+            raise ValueError(f"unknown store operation {type(op).__name__}")
+    if fields is not None:
+        for op in result.puts.values():
+            if op.value is None or op.index is False:
+                continue
+            paths = fields if op.index is None else index_fields(list(op.index))
+            texts = [t for _, tokens in paths for t in get_text_at_path(op.value, tokens)]
+            if texts:
+                result.texts[md.item_id(op.namespace, op.key)] = texts
+    return result
