@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
 from engram.evals.metrics import normalize
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
 """The long-term memory categories (DESIGN.md, "Long-term memories")."""
@@ -85,12 +84,16 @@ class Session(_Model):
                     "starting with the user (merge consecutive messages of one speaker)"
                 )
         if len(self.turns) % 2:
-            raise ValueError("turns: the last turn must be the assistant's reply to the last user turn")
+            raise ValueError(
+                "turns: the last turn must be the assistant's reply to the last user turn"
+            )
         return self
 
     def exchanges(self) -> list[tuple[str, str]]:
         """The session as (user message, scripted assistant reply) pairs, in order."""
-        return [(self.turns[i].content, self.turns[i + 1].content) for i in range(0, len(self.turns), 2)]
+        return [
+            (self.turns[i].content, self.turns[i + 1].content) for i in range(0, len(self.turns), 2)
+        ]
 
     @property
     def user_turns(self) -> int:
@@ -189,7 +192,11 @@ class Dialog(_Model):
     def conflicts_after(self, session_id: str) -> list[Conflict]:
         """Conflicts whose new memory must exist once `session_id` has ended."""
         limit = self._index(session_id)
-        return [c for c in self.conflicts if self._index(self.memory(c.new).after_session or "") <= limit]
+        return [
+            c
+            for c in self.conflicts
+            if self._index(self.memory(c.new).after_session or "") <= limit
+        ]
 
     def probes_after(self, session_id: str) -> list[Probe]:
         """Probes to run right after `session_id` ends."""
@@ -208,13 +215,15 @@ def load_dialog(path: str | Path) -> Dialog:
     """
     path = Path(path)
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 (a SafeLoader)
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except OSError as exc:
         raise DialogFileError(f"{path}: cannot read the dialog file: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
         raise DialogFileError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
-        raise DialogFileError(f"{path}: a dialog file must hold one mapping (id, language, sessions, ...)")
+        raise DialogFileError(
+            f"{path}: a dialog file must hold one mapping (id, language, sessions, ...)"
+        )
     try:
         return Dialog.model_validate(data)
     except ValidationError as exc:
@@ -230,13 +239,17 @@ def load_suite(path: str | Path) -> list[Dialog]:
     path = Path(path)
     files = [path] if path.is_file() else sorted(_dialog_files(path))
     if not files:
-        raise DialogFileError(f"{path}: no dialog files (*.yaml, *.yml) found: pass a file or a folder of them")
+        raise DialogFileError(
+            f"{path}: no dialog files (*.yaml, *.yml) found: pass a file or a folder of them"
+        )
     dialogs: list[Dialog] = []
     seen: dict[str, Path] = {}
     for file in files:
         dialog = load_dialog(file)
         if dialog.id in seen:
-            raise DialogFileError(f"{file}: id: dialog id '{dialog.id}' is already used by {seen[dialog.id]}")
+            raise DialogFileError(
+                f"{file}: id: dialog id '{dialog.id}' is already used by {seen[dialog.id]}"
+            )
         seen[dialog.id] = file
         dialogs.append(dialog)
     return dialogs
@@ -270,65 +283,23 @@ def _format_errors(path: Path, exc: ValidationError) -> list[str]:
 def _check(dialog: Dialog) -> Iterator[tuple[str, str]]:
     """Cross-field checks, as (field path, problem) pairs; fills in derived `after_session`s."""
     yield from _unique(dialog)
-    index = {s.id: i for i, s in enumerate(dialog.sessions)}
     yield from _chronology(dialog)
-    spoken = [normalize(" ".join(t.content for t in s.turns)) for s in dialog.sessions]
-    memory_index: dict[str, int] = {}
-    for m, memory in enumerate(dialog.memories):
-        first = _first_session_saying(dialog, spoken, memory.details)
-        if first is None:
-            missing = [d for d in memory.details if not any(
-                normalize(d) in text for s, text in zip(dialog.sessions, spoken) if not s.incognito)]
-            yield f"memories.{m}.details", (
-                f"{missing} never said in a non-incognito session: details must be verbatim from the turns")
-            continue
-        if memory.after_session is None:
-            memory.after_session = dialog.sessions[first].id
-        elif memory.after_session not in index:
-            yield f"memories.{m}.after_session", f"unknown session id '{memory.after_session}'"
-            continue
-        elif index[memory.after_session] < first:
-            yield f"memories.{m}.after_session", (
-                f"'{memory.after_session}' ends before every detail has been said "
-                f"(first possible: '{dialog.sessions[first].id}')")
-            continue
-        memory_index[memory.id] = index[memory.after_session]
-        if dialog.sessions[first].chitchat:
-            yield f"memories.{m}", f"first said in chit-chat session '{dialog.sessions[first].id}'"
-    yield from _forbidden(dialog, spoken)
-    superseded_at: dict[str, int] = {}
-    for c, conflict in enumerate(dialog.conflicts):
-        for field in ("old", "new"):
-            if getattr(conflict, field) not in {m.id for m in dialog.memories}:
-                yield f"conflicts.{c}.{field}", f"unknown expected memory id '{getattr(conflict, field)}'"
-        if conflict.old in memory_index and conflict.new in memory_index:
-            old, new = dialog.memory(conflict.old), dialog.memory(conflict.new)
-            if conflict.old == conflict.new:
-                yield f"conflicts.{c}", "a memory cannot supersede itself"
-            elif memory_index[conflict.new] < memory_index[conflict.old]:
-                yield f"conflicts.{c}.new", f"'{new.id}' is due before the memory it supersedes"
-            elif old.key and new.key and old.key != new.key:
-                yield f"conflicts.{c}", f"keys differ ('{old.key}' vs '{new.key}'): a conflict is about one subject"
-            else:
-                superseded_at[conflict.old] = memory_index[conflict.new]
-    for p, probe in enumerate(dialog.probes):
-        if probe.after_session not in index:
-            yield f"probes.{p}.after_session", f"unknown session id '{probe.after_session}'"
-            continue
-        at = index[probe.after_session]
-        if dialog.sessions[at].incognito:
-            yield f"probes.{p}.after_session", "probes run after non-incognito sessions"
-        for e, memory_id in enumerate(probe.expect):
-            if memory_id not in {m.id for m in dialog.memories}:
-                yield f"probes.{p}.expect.{e}", f"unknown expected memory id '{memory_id}'"
-            elif memory_id in memory_index and memory_index[memory_id] > at:
-                yield f"probes.{p}.expect.{e}", f"'{memory_id}' is not due until after '{probe.after_session}'"
-            elif memory_id in superseded_at and superseded_at[memory_id] <= at:
-                yield f"probes.{p}.expect.{e}", f"'{memory_id}' is superseded by then: expect the new memory"
+    said = [[normalize(t.content) for t in s.turns] for s in dialog.sessions]
+    due: dict[str, int] = {}
+    yield from _memories(dialog, said, due)
+    yield from _forbidden(dialog, said)
+    superseded: dict[str, int] = {}
+    yield from _conflicts(dialog, due, superseded)
+    yield from _probes(dialog, due, superseded)
 
 
 def _unique(dialog: Dialog) -> Iterator[tuple[str, str]]:
-    for field, items in (("sessions", dialog.sessions), ("memories", dialog.memories), ("probes", dialog.probes)):
+    groups = (
+        ("sessions", dialog.sessions),
+        ("memories", dialog.memories),
+        ("probes", dialog.probes),
+    )
+    for field, items in groups:
         seen: set[str] = set()
         for i, item in enumerate(items):
             if item.id in seen:
@@ -349,32 +320,124 @@ def _chronology(dialog: Dialog) -> Iterator[tuple[str, str]]:
             yield f"sessions.{i}.date", "sessions must be in chronological order"
 
 
-def _first_session_saying(dialog: Dialog, spoken: list[str], details: list[str]) -> int | None:
-    pending = {normalize(d) for d in details}
-    for i, (session, text) in enumerate(zip(dialog.sessions, spoken)):
-        if session.incognito:
+def _memories(
+    dialog: Dialog, said: list[list[str]], due: dict[str, int]
+) -> Iterator[tuple[str, str]]:
+    """Details are said in non-incognito sessions; fills `due` (memory id -> session index)."""
+    index = {s.id: i for i, s in enumerate(dialog.sessions)}
+    for m, memory in enumerate(dialog.memories):
+        pending = {normalize(d) for d in memory.details}
+        first = None
+        for i, session in enumerate(dialog.sessions):
+            if not session.incognito:
+                pending = {d for d in pending if not _in(d, said[i])}
+                if not pending:
+                    first = i
+                    break
+        if first is None:
+            missing = [d for d in memory.details if normalize(d) in pending]
+            yield (
+                f"memories.{m}.details",
+                (
+                    f"{missing} never said in a non-incognito session: details must be verbatim "
+                    "from the turns"
+                ),
+            )
             continue
-        pending = {d for d in pending if d not in text}
-        if not pending:
-            return i
-    return None
+        if memory.after_session is None:
+            memory.after_session = dialog.sessions[first].id
+        elif memory.after_session not in index:
+            yield f"memories.{m}.after_session", f"unknown session id '{memory.after_session}'"
+            continue
+        elif index[memory.after_session] < first:
+            yield (
+                f"memories.{m}.after_session",
+                (
+                    f"'{memory.after_session}' ends before every detail has been said "
+                    f"(first possible: '{dialog.sessions[first].id}')"
+                ),
+            )
+            continue
+        due[memory.id] = index[memory.after_session]
+        if dialog.sessions[first].chitchat:
+            yield f"memories.{m}", f"first said in chit-chat session '{dialog.sessions[first].id}'"
 
 
-def _forbidden(dialog: Dialog, spoken: list[str]) -> Iterator[tuple[str, str]]:
-    users = [normalize(" ".join(t.content for t in s.turns if t.role == "user")) for s in dialog.sessions]
+def _forbidden(dialog: Dialog, said: list[list[str]]) -> Iterator[tuple[str, str]]:
+    users = [[normalize(t.content) for t in s.turns if t.role == "user"] for s in dialog.sessions]
     for f, item in enumerate(dialog.must_not_store):
         text = normalize(item.text)
-        path = f"must_not_store.{f}"
-        if item.kind == "secret" and not any(text in u for u in users):
-            yield f"{path}.text", "a secret must be said verbatim in a user turn"
-        elif item.kind == "chitchat" and not any(text in s for s in spoken):
-            yield f"{path}.text", "never said in the dialog: chit-chat phrases are verbatim from the turns"
+        path = f"must_not_store.{f}.text"
+        if item.kind == "secret" and not any(_in(text, u) for u in users):
+            yield path, "a secret must be said verbatim in a user turn"
+        elif item.kind == "chitchat" and not any(_in(text, s) for s in said):
+            yield path, "never said in the dialog: chit-chat phrases are verbatim from the turns"
         elif item.kind == "incognito":
-            places = [s.incognito for s, said in zip(dialog.sessions, spoken) if text in said]
-            if True not in places:
-                yield f"{path}.text", "never said in an incognito session"
-            elif False in places:
-                yield f"{path}.text", "also said in a non-incognito session, where storing it is allowed"
+            where = {s.incognito for s, turns in zip(dialog.sessions, said) if _in(text, turns)}
+            if True not in where:
+                yield path, "never said in an incognito session"
+            elif False in where:
+                yield path, "also said in a non-incognito session, where storing it is allowed"
         for m, memory in enumerate(dialog.memories):
             if any(text in normalize(d) for d in memory.details):
-                yield f"{path}.text", f"contained in a required detail of memories.{m}: the two contradict"
+                yield path, f"contained in a required detail of memories.{m}: the two contradict"
+
+
+def _conflicts(
+    dialog: Dialog, due: dict[str, int], superseded: dict[str, int]
+) -> Iterator[tuple[str, str]]:
+    """Conflicts reference valid memories in time order; fills `superseded` (old id -> index)."""
+    known = {m.id for m in dialog.memories}
+    for c, conflict in enumerate(dialog.conflicts):
+        unknown = [f for f in ("old", "new") if getattr(conflict, f) not in known]
+        for field in unknown:
+            yield (
+                f"conflicts.{c}.{field}",
+                f"unknown expected memory id '{getattr(conflict, field)}'",
+            )
+        if unknown or conflict.old not in due or conflict.new not in due:
+            continue
+        old, new = dialog.memory(conflict.old), dialog.memory(conflict.new)
+        if old.id == new.id:
+            yield f"conflicts.{c}", "a memory cannot supersede itself"
+        elif due[new.id] < due[old.id]:
+            yield f"conflicts.{c}.new", f"'{new.id}' is due before the memory it supersedes"
+        elif old.key and new.key and old.key != new.key:
+            yield (
+                f"conflicts.{c}",
+                (f"keys differ ('{old.key}' vs '{new.key}'): a conflict is about one subject"),
+            )
+        else:
+            superseded[old.id] = due[new.id]
+
+
+def _probes(
+    dialog: Dialog, due: dict[str, int], superseded: dict[str, int]
+) -> Iterator[tuple[str, str]]:
+    index = {s.id: i for i, s in enumerate(dialog.sessions)}
+    known = {m.id for m in dialog.memories}
+    for p, probe in enumerate(dialog.probes):
+        if probe.after_session not in index:
+            yield f"probes.{p}.after_session", f"unknown session id '{probe.after_session}'"
+            continue
+        at = index[probe.after_session]
+        if dialog.sessions[at].incognito:
+            yield f"probes.{p}.after_session", "probes run after non-incognito sessions"
+        for e, memory_id in enumerate(probe.expect):
+            if memory_id not in known:
+                yield f"probes.{p}.expect.{e}", f"unknown expected memory id '{memory_id}'"
+            elif memory_id in due and due[memory_id] > at:
+                yield (
+                    f"probes.{p}.expect.{e}",
+                    (f"'{memory_id}' is not due until after '{probe.after_session}'"),
+                )
+            elif memory_id in superseded and superseded[memory_id] <= at:
+                yield (
+                    f"probes.{p}.expect.{e}",
+                    (f"'{memory_id}' is superseded by then: expect the new memory"),
+                )
+
+
+def _in(fragment: str, turns: list[str]) -> bool:
+    """Whether a normalised fragment occurs within one of the normalised turns."""
+    return any(fragment in turn for turn in turns)

@@ -110,7 +110,9 @@ def satisfies(content: str, expected: ExpectedLike) -> bool:
     return all(normalize(detail) in text for detail in expected.details)
 
 
-def match_memories(expected: Sequence[ExpectedLike], stored: Sequence[StoredMemory]) -> list[tuple[int, int]]:
+def match_memories(
+    expected: Sequence[ExpectedLike], stored: Sequence[StoredMemory]
+) -> list[tuple[int, int]]:
     """One-to-one pairs (expected index, stored index) of satisfying memories, as many as possible.
 
     Maximum-cardinality bipartite matching by augmenting paths (Kuhn). Each expected memory
@@ -236,34 +238,45 @@ def probe_recall(expected: Sequence[ExpectedLike], recalled: Sequence[str], k: i
     Add the ratios of all probes for recall@k over (probe, expected memory) pairs.
     """
     top = [normalize(text) for text in recalled[:k]]
-    found = sum(any(all(normalize(d) in text for d in memory.details) for text in top) for memory in expected)
+    found = sum(
+        any(all(normalize(d) in text for d in memory.details) for text in top)
+        for memory in expected
+    )
     return Ratio(found, len(expected))
 
 
 def secrets_stored(forbidden: Iterable[ForbiddenLike], stored: Sequence[StoredMemory]) -> int:
     """How many `secret` entries of must_not_store occur verbatim in at least one stored memory."""
     return sum(
-        any(contains(m.content, item.text) for m in stored) for item in forbidden if item.kind == "secret"
+        any(contains(m.content, item.text) for m in stored)
+        for item in forbidden
+        if item.kind == "secret"
     )
 
 
 def chitchat_memories(
-    stored: Sequence[StoredMemory], chitchat_sessions: Collection[str], forbidden: Iterable[ForbiddenLike] = ()
+    stored: Sequence[StoredMemory],
+    chitchat_sessions: Collection[str],
+    forbidden: Iterable[ForbiddenLike] = (),
 ) -> int:
     """Stored memories taken from a chit-chat session or holding a `chitchat` phrase (each once)."""
     phrases = [item.text for item in forbidden if item.kind == "chitchat"]
     return sum(
-        m.session_id in chitchat_sessions or any(contains(m.content, p) for p in phrases) for m in stored
+        m.session_id in chitchat_sessions or any(contains(m.content, p) for p in phrases)
+        for m in stored
     )
 
 
 def incognito_leaks(
-    stored: Sequence[StoredMemory], incognito_sessions: Collection[str], forbidden: Iterable[ForbiddenLike] = ()
+    stored: Sequence[StoredMemory],
+    incognito_sessions: Collection[str],
+    forbidden: Iterable[ForbiddenLike] = (),
 ) -> int:
     """Stored memories taken from an incognito session or holding an `incognito` phrase (each once)."""
     phrases = [item.text for item in forbidden if item.kind == "incognito"]
     return sum(
-        m.session_id in incognito_sessions or any(contains(m.content, p) for p in phrases) for m in stored
+        m.session_id in incognito_sessions or any(contains(m.content, p) for p in phrases)
+        for m in stored
     )
 
 
@@ -310,7 +323,9 @@ def percentile(values: Sequence[float], p: float) -> float:
         ValueError: `values` is empty or `p` is outside [0, 100].
     """
     if not values or not 0 <= p <= 100:
-        raise ValueError(f"percentile needs values and 0 <= p <= 100 (got {len(values)} values, p={p})")
+        raise ValueError(
+            f"percentile needs values and 0 <= p <= 100 (got {len(values)} values, p={p})"
+        )
     ordered = sorted(values)
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
 

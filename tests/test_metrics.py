@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from engram.evals.dialogs import ExpectedMemory, ForbiddenText
 from engram.evals.metrics import (
     Ratio,
@@ -32,10 +31,14 @@ from engram.evals.metrics import (
 
 
 def exp(memory_id: str, category: str, *details: str) -> ExpectedMemory:
-    return ExpectedMemory(id=memory_id, category=category, content=" ".join(details), details=list(details))
+    return ExpectedMemory(
+        id=memory_id, category=category, content=" ".join(details), details=list(details)
+    )
 
 
-def mem(content: str, category: str = "fact", current: bool = True, session: str | None = None) -> StoredMemory:
+def mem(
+    content: str, category: str = "fact", current: bool = True, session: str | None = None
+) -> StoredMemory:
     return StoredMemory(content=content, category=category, current=current, session_id=session)
 
 
@@ -99,12 +102,19 @@ def test_matching_prefers_the_same_category():
 
 
 def test_category_accuracy_counts_only_matched_pairs():
-    stored = [mem("TypeScript strict", "fact"), mem("Drizzle + SQLite", "project"), mem("unrelated")]
+    stored = [
+        mem("TypeScript strict", "fact"),
+        mem("Drizzle + SQLite", "project"),
+        mem("unrelated"),
+    ]
     assert category_accuracy([TS, DRIZZLE, PROXY], stored) == Ratio(1, 2)
 
 
 def test_superseded_memories_still_count_as_extracted():
-    stored = [mem("Prefers Vue 3", "preference", current=False), mem("Now prefers React", "preference")]
+    stored = [
+        mem("Prefers Vue 3", "preference", current=False),
+        mem("Now prefers React", "preference"),
+    ]
     assert extraction_recall([VUE, REACT], stored) == Ratio(2, 2)
     assert extraction_precision([VUE, REACT], stored) == Ratio(2, 2)
 
@@ -127,14 +137,21 @@ def test_empty_cases_are_not_measurable_rather_than_perfect():
 
 
 def test_ratios_add_up_to_a_micro_average():
-    per_dialog = [extraction_recall([TS], [mem("TypeScript strict")]), extraction_recall([TS, PROXY, DRIZZLE], [])]
+    per_dialog = [
+        extraction_recall([TS], [mem("TypeScript strict")]),
+        extraction_recall([TS, PROXY, DRIZZLE], []),
+    ]
     total = sum(per_dialog, Ratio())
     assert total == Ratio(1, 4)
     assert total.value == 0.25
 
 
 def test_detail_retention_counts_each_detail_anywhere():
-    stored = [mem("uses docker a lot"), mem("TypeScript everywhere"), mem("needs proxy-env for builds")]
+    stored = [
+        mem("uses docker a lot"),
+        mem("TypeScript everywhere"),
+        mem("needs proxy-env for builds"),
+    ]
     # TS: TypeScript yes, strict no; PROXY: proxy-env yes, docker yes (other memory).
     assert detail_retention([TS, PROXY], stored) == Ratio(3, 4)
 
@@ -150,26 +167,39 @@ def test_duplicate_rate_flags_extra_copies_of_a_matched_memory():
 
 
 def test_duplicate_rate_flags_near_identical_unexpected_memories():
-    stored = [mem("Works late on Fridays"), mem("works late on fridays!"), mem("Has a cat named Miso")]
+    stored = [
+        mem("Works late on Fridays"),
+        mem("works late on fridays!"),
+        mem("Has a cat named Miso"),
+    ]
     assert duplicate_rate([], stored) == Ratio(1, 3)
 
 
 def test_duplicate_rate_counts_n_copies_as_n_minus_one():
     # The first copy has the wrong category, so the matching picks the second: still one duplicate.
-    stored = [mem("Prefers Vue 3", "fact"), mem("Prefers Vue 3", "preference"), mem("Prefers Vue 3", "fact")]
+    stored = [
+        mem("Prefers Vue 3", "fact"),
+        mem("Prefers Vue 3", "preference"),
+        mem("Prefers Vue 3", "fact"),
+    ]
     assert duplicate_rate([VUE], stored) == Ratio(2, 3)
 
 
 def test_stale_fact_rate():
     still_vue = [mem("Prefers Vue 3", "preference"), mem("Now prefers React", "preference")]
-    superseded = [mem("Prefers Vue 3", "preference", current=False), mem("Now prefers React", "preference")]
+    superseded = [
+        mem("Prefers Vue 3", "preference", current=False),
+        mem("Now prefers React", "preference"),
+    ]
     merged = [mem("Moved from Vue 3 to React", "preference")]
     tabs = exp("tabs", "preference", "tabs")
     spaces = exp("spaces", "preference", "spaces")
     assert stale_fact_rate([(VUE, REACT)], still_vue) == Ratio(1, 1)
     assert stale_fact_rate([(VUE, REACT)], superseded) == Ratio(0, 1)
     assert stale_fact_rate([(VUE, REACT)], merged) == Ratio(0, 1)
-    assert stale_fact_rate([(VUE, REACT), (tabs, spaces)], still_vue + [mem("indent with tabs")]) == Ratio(2, 2)
+    assert stale_fact_rate(
+        [(VUE, REACT), (tabs, spaces)], still_vue + [mem("indent with tabs")]
+    ) == Ratio(2, 2)
 
 
 def test_probe_recall_looks_at_the_top_k_only():
@@ -177,7 +207,9 @@ def test_probe_recall_looks_at_the_top_k_only():
     assert probe_recall([TS, DRIZZLE], recalled, k=2) == Ratio(1, 2)
     assert probe_recall([TS, DRIZZLE], recalled, k=3) == Ratio(2, 2)
     # One recalled memory may cover two expected ones.
-    assert probe_recall([TS, DRIZZLE], ["TypeScript strict, Drizzle over SQLite"], k=5) == Ratio(2, 2)
+    assert probe_recall([TS, DRIZZLE], ["TypeScript strict, Drizzle over SQLite"], k=5) == Ratio(
+        2, 2
+    )
     assert probe_recall([PROXY], [], k=5) == Ratio(0, 1)
 
 
@@ -230,7 +262,10 @@ def test_token_ratio_at_turn():
     assert token_ratio_at([long_a, long_b], turn=3) == pytest.approx((0.25 + 0.5) / 2)
     assert token_ratio_at([short, long_b], turn=4) == pytest.approx(30 / 90)
     assert token_ratio_at([short], turn=150) is None
-    assert prompt_tokens_per_turn([long_a, short]) == (pytest.approx(65 / 6), pytest.approx(170 / 6))
+    assert prompt_tokens_per_turn([long_a, short]) == (
+        pytest.approx(65 / 6),
+        pytest.approx(170 / 6),
+    )
 
 
 def test_nearest_rank_percentile():
@@ -247,7 +282,13 @@ def test_nearest_rank_percentile():
 
 
 def test_latency_percentiles_per_node():
-    samples = [("start", 10.0), ("respond", 100.0), ("start", 30.0), ("start", 20.0), ("respond", 300.0)]
+    samples = [
+        ("start", 10.0),
+        ("respond", 100.0),
+        ("start", 30.0),
+        ("start", 20.0),
+        ("respond", 300.0),
+    ]
     assert latency_percentile(samples, 50) == {"respond": 100.0, "start": 20.0}
     assert latency_percentile(samples, 95) == {"respond": 300.0, "start": 30.0}
 
