@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class ExpectedLike(Protocol):
@@ -61,6 +61,19 @@ class StoredMemory:
     """False once superseded (`valid_until` set) or forgotten."""
     session_id: str | None = None
     """The dialog session it was extracted from (the runner maps `source_thread_id` to it)."""
+
+    @classmethod
+    def from_value(cls, value: Mapping[str, Any], session_id: str | None = None) -> StoredMemory:
+        """From a long-term memory's store value: current unless `valid_until` is set or it is
+        `forgotten`.
+
+        Example:
+            >>> StoredMemory.from_value({"content": "Uses pnpm", "category": "preference",
+            ...                          "valid_until": "2025-01-01T00:00:00+00:00"}).current
+            False
+        """
+        current = value.get("valid_until") is None and not value.get("forgotten", False)
+        return cls(str(value["content"]), str(value["category"]), current, session_id)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,18 @@ from engram.evals.dialogs import (
     load_dialog,
     load_suite,
 )
+from engram.evals.metrics import (
+    Ratio,
+    StoredMemory,
+    chitchat_memories,
+    detail_retention,
+    extraction_precision,
+    extraction_recall,
+    incognito_leaks,
+    probe_recall,
+    secrets_stored,
+    stale_fact_rate,
+)
 
 README = Path(__file__).resolve().parents[1] / "evals" / "README.md"
 SUITE = load_suite(bundled_suite_path())
@@ -116,6 +128,31 @@ def test_cross_references_resolve(dialog: Dialog):
         assert dialog.probes, "a dialog with memories should probe recall"
     if all(s.chitchat for s in dialog.sessions):
         assert not dialog.memories and not dialog.probes
+
+
+@pytest.mark.parametrize("dialog", SUITE, ids=lambda d: d.id)
+def test_a_store_holding_the_annotations_scores_perfectly(dialog: Dialog):
+    """The annotators' own wording satisfies their details, so the metrics can reach 1.0."""
+    superseded = {c.old for c in dialog.conflicts}
+    store = [
+        StoredMemory(
+            m.content, m.category, current=m.id not in superseded, session_id=m.after_session
+        )
+        for m in dialog.memories
+    ]
+    assert extraction_recall(dialog.memories, store) == Ratio(len(store), len(store))
+    assert extraction_precision(dialog.memories, store).numerator == len(store)
+    assert detail_retention(dialog.memories, store).value in (1.0, None)
+    pairs = [(dialog.memory(c.old), dialog.memory(c.new)) for c in dialog.conflicts]
+    assert stale_fact_rate(pairs, store).numerator == 0
+    assert secrets_stored(dialog.must_not_store, store) == 0
+    chitchat = {s.id for s in dialog.sessions if s.chitchat}
+    assert chitchat_memories(store, chitchat, dialog.must_not_store) == 0
+    incognito = {s.id for s in dialog.sessions if s.incognito}
+    assert incognito_leaks(store, incognito, dialog.must_not_store) == 0
+    for probe in dialog.probes:
+        recalled = [dialog.memory(m).content for m in probe.expect]
+        assert probe_recall([dialog.memory(m) for m in probe.expect], recalled).value == 1.0
 
 
 def test_the_bundled_folder_is_shipped_as_package_data():

@@ -296,3 +296,14 @@ def test_latency_percentiles_per_node():
 def test_model_calls_per_turn():
     assert model_calls_per_turn(3, 2).value == 1.5
     assert (model_calls_per_turn(1, 1) + model_calls_per_turn(0, 3)).value == 0.25
+
+
+def test_stored_memory_from_a_store_value():
+    value = {"content": "Uses pnpm", "category": "preference", "valid_until": None}
+    assert StoredMemory.from_value(value, "s1") == StoredMemory(
+        "Uses pnpm", "preference", True, "s1"
+    )
+    assert not StoredMemory.from_value({**value, "forgotten": True}).current
+    assert not StoredMemory.from_value(
+        {**value, "valid_until": "2025-05-01T00:00:00+00:00"}
+    ).current
