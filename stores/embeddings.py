@@ -198,7 +198,7 @@ def resolve_model_dir(model_dir: str | Path | None = None) -> Path:
         found = _model_files_in(Path(env_dir))
         if found is not None:
             return found
-        logger.warning("$%s=%s holds no model files; trying chromadb's cache", MODEL_DIR_ENV, env_dir)
+        logger.warning("$%s=%s holds no model files, trying chromadb's", MODEL_DIR_ENV, env_dir)
         looked.append(f"${MODEL_DIR_ENV}: {Path(env_dir).resolve()}")
     else:
         looked.append(f"${MODEL_DIR_ENV}: not set")
@@ -225,8 +225,11 @@ class _Model:
         options.log_severity_level = 3
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = os.cpu_count() or 1
+        options.intra_op_num_threads = os.cpu_count() or 1  # one op at a time, on every core
         options.inter_op_num_threads = 1
+        # idle worker threads sleep instead of spinning: on small shared machines spinning
+        # threads steal the cores that the next batch (or the event loop) needs
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(
             str(folder / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -4,6 +4,7 @@ cache, async, thread safety and the model-file lookup. Runs offline on the share
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -224,3 +225,22 @@ def test_explicit_model_dir_without_files_is_an_error(tmp_path: Path) -> None:
 def test_bad_settings_are_rejected(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         LocalEmbeddings(**kwargs)
+
+
+def test_bench_embeddings_section_runs_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_download: None
+) -> None:
+    from engram.stores import bench
+
+    out = tmp_path / "bench.json"
+    argv = ["--only", "embeddings", "--texts", "2", "--repeats", "1", "--json", str(out)]
+    assert bench.main(argv) == 0
+
+    rows = json.loads(out.read_text())["sections"]["embeddings"]
+    assert {(r["texts"], r["embedder"]) for r in rows} == {
+        (kind, name)
+        for kind in ("short", "long")
+        for name in ("LocalEmbeddings", "DefaultEmbeddingFunction", "ONNXMiniLM_L6_V2 reused")
+    }
+    assert all(r["min_cosine_vs_default"] >= 0.9999 and r["texts_per_s"] > 0 for r in rows)
+    assert '"x_vs_default"' in capsys.readouterr().out
