@@ -89,7 +89,7 @@ def should_compact(state: EngramState, ctx: Context, counter: TokenCounter) -> b
     if len(fresh) >= ctx.message_threshold:
         return True
     return ctx.token_threshold is not None and (
-        sum(counter.count_message(m) for m in fresh) > ctx.token_threshold
+        sum(map(counter.count_message, fresh)) > ctx.token_threshold
     )
 
 

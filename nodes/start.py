@@ -327,21 +327,24 @@ def _fit_summary(summary: str, limit: int, counter: TokenCounter) -> tuple[str, 
 def _fit_history(
     history: Sequence[BaseMessage], limit: int, counter: TokenCounter
 ) -> tuple[list[BaseMessage], int]:
-    """Newest first, whole units (an AI message with tool calls plus its tool results)."""
-    units: list[list[BaseMessage]] = []
-    for message in history:
-        if isinstance(message, ToolMessage) and units:
-            units[-1].append(message)
-        else:
-            units.append([message])
-    chosen: list[list[BaseMessage]] = []
-    used = 0
-    for unit in reversed(units):
-        if isinstance(unit[0], ToolMessage):  # results whose tool call was compacted away
+    """Newest first, whole units (an AI message with tool calls plus its tool results), walking
+    back only as far as the budget reaches."""
+    if history and not isinstance(history[0], ToolMessage):
+        total = sum(map(counter.count_message, history))
+        if total <= limit:  # everything fits (large windows): no walk needed
+            return list(history), total
+    start, used = len(history), 0
+    while start > 0:
+        first = start - 1
+        while first > 0 and isinstance(history[first], ToolMessage):
+            first -= 1
+        if isinstance(history[first], ToolMessage):  # results whose tool call was compacted away
             break
-        cost = sum(counter.count_message(m) for m in unit)
+        if first == start - 1:
+            cost = counter.count_message(history[first])
+        else:
+            cost = sum(counter.count_message(m) for m in history[first:start])
         if used + cost > limit:
             break
-        chosen.append(unit)
-        used += cost
-    return [m for unit in reversed(chosen) for m in unit], used
+        start, used = first, used + cost
+    return list(history[start:]), used

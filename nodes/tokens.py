@@ -72,7 +72,8 @@ class TokenCounter:
     def __init__(self, encoding: tiktoken.Encoding | None) -> None:
         self.encoding = encoding
         self.name = encoding.name if encoding is not None else ESTIMATE_NAME
-        self._message_counts: dict[tuple[Any, ...], int] = {}
+        self._by_id: dict[str, tuple[Any, int]] = {}
+        self._by_text: dict[str, int] = {}
 
     def count_text(self, text: str) -> int:
         """Tokens of a plain text."""
@@ -83,15 +84,23 @@ class TokenCounter:
         return len(self.encoding.encode(text, disallowed_special=()))
 
     def count_message(self, message: BaseMessage) -> int:
-        """Tokens of one chat message, overhead included; cached by message id and content."""
+        """Tokens of one chat message, overhead included.
+
+        Cached by message id and content (a message edited under the same id is recounted), or
+        by its text when it has no id.
+        """
+        if message.id is not None:
+            hit = self._by_id.get(message.id)
+            if hit is not None and hit[0] == message.content:
+                return hit[1]
+            count = self.count_text(message_text(message)) + MESSAGE_OVERHEAD
+            _bounded_put(self._by_id, message.id, (message.content, count))
+            return count
         text = message_text(message)
-        key = (message.id, len(text), hash(text))
-        count = self._message_counts.get(key)
+        count = self._by_text.get(text)
         if count is None:
             count = self.count_text(text) + MESSAGE_OVERHEAD
-            if len(self._message_counts) >= _CACHE_LIMIT:
-                self._message_counts.clear()
-            self._message_counts[key] = count
+            _bounded_put(self._by_text, text, count)
         return count
 
     def count_messages(self, messages: Iterable[BaseMessage]) -> int:
@@ -176,6 +185,12 @@ def message_text(message: BaseMessage) -> str:
     if message.name:
         extras.append(message.name)
     return "\n".join([text, *extras]) if extras else text
+
+
+def _bounded_put(cache: dict[str, Any], key: str, value: Any) -> None:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
 
 
 @lru_cache(maxsize=None)

@@ -89,8 +89,10 @@ def test_message_counts_are_cached_by_id_and_content() -> None:
     assert counter.texts_counted == 1000
     assert counter.count_messages(history) == first
     assert counter.texts_counted == 1000  # the second pass is all cache hits
+    original = counter.count_message(history[0])
     edited = HumanMessage("message number 0, edited to be longer", id="m0")
-    assert counter.count_message(edited) > counter.count_message(history[0])
+    assert counter.count_message(edited) > original  # same id, new content: recounted
+    assert counter.count_message(edited) > original
     assert counter.texts_counted == 1001
 
 

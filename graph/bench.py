@@ -1,0 +1,220 @@
+"""Per-turn overhead of the memory graph, side by side at 10, 100 and 1000 history messages.
+
+Run::
+
+    python -m engram.graph.bench                   # table + JSON on stdout
+    python -m engram.graph.bench --json out.json   # also write the JSON to a file
+
+What one "turn" measures here is engram's own work around the model call: `start` (current
+input, recall query, recall through `LongTermMemory` over an `InMemoryStore`, budget and context
+build), the compaction check after `respond`, and `consolidate`'s decision whether to extract. The
+model and the embedder are excluded: the embedder is an instant fake returning a fixed vector, and
+no model is called. Each turn adds a new user message (new id) to an N-message history whose
+counts are cached from earlier turns, as in a real thread.
+
+The worst case is measured on purpose: a 128k-token window (every history message fits, so every
+one is looked at), thresholds raised so the compaction check sums the tokens of all N messages,
+and 20 stored memories. Target (issue 3): p50 <= 5 ms at 1000 messages, growing sub-linearly
+(tokens are counted once per message, not once per turn).
+
+A second section runs whole turns through the compiled graph (`ainvoke` with an instant fake
+model and `InMemorySaver`) to show what LangGraph's own machinery and the checkpoint add.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
+from rich.console import Console
+from rich.table import Table
+
+from engram.graph.builder import build_graph
+from engram.graph.context import Context
+from engram.nodes.compact import should_compact
+from engram.nodes.consolidate import consolidation_trigger
+from engram.nodes.start import make_start
+from engram.nodes.tokens import counter_for_model
+from engram.stores.memories import LongTermMemory
+from engram.stores.memory_types import MemoryCandidate
+
+SIZES = (10, 100, 1000)
+WINDOW = 128_000
+TARGET_P50_MS = 5.0
+CONTEXT = Context(
+    user_id="bench",
+    context_window=WINDOW,
+    message_threshold=1_000_000,
+    token_threshold=1_000_000_000,
+    max_messages=1_000_000,
+)
+_TEXT = (
+    "We moved the billing service to Postgres 16 last sprint; the migration took 3 days and the "
+    "nightly export now runs at 02:00 UTC. Next: shard the invoices table by customer region. "
+)
+
+
+class InstantEmbeddings(Embeddings):
+    """A fixed unit vector for every text: recall runs, the embedder costs nothing."""
+
+    dims = 8
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return [1.0] + [0.0] * (self.dims - 1)
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_documents(texts)  # no thread hop: the embedder is excluded
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return self.embed_query(text)
+
+
+def history(size: int) -> list[BaseMessage]:
+    """`size` alternating user/assistant messages of about 60 tokens each."""
+    return [
+        (HumanMessage if i % 2 == 0 else AIMessage)(f"{i}: {_TEXT}", id=f"m{i}") for i in range(size)
+    ]
+
+
+def store_with_memories(count: int = 20) -> InMemoryStore:
+    store = InMemoryStore(index={"dims": InstantEmbeddings.dims, "embed": InstantEmbeddings(), "fields": ["content"]})
+    candidates = [
+        MemoryCandidate(content=f"Fact {i}: the user's service number {i} runs on port {8000 + i}", category="fact")
+        for i in range(count)
+    ]
+    LongTermMemory(store, duplicate_threshold=1.01).upsert("bench", candidates)
+    return store
+
+
+async def node_overhead(size: int, iterations: int) -> dict[str, list[float]]:
+    """Milliseconds per turn of start, the compaction check and the consolidation decision."""
+    start = make_start(model_name=None, default_window=WINDOW)
+    runtime = Runtime(context=CONTEXT, store=store_with_memories())
+    counter = counter_for_model(None)
+    base = history(size)
+    timings: dict[str, list[float]] = {"start": [], "compaction_check": [], "consolidation_decision": []}
+    for turn in range(iterations + 5):  # the first 5 warm caches up and are not reported
+        messages = [*base, HumanMessage(f"turn {turn}: what changed in billing?", id=f"in{turn}")]
+        state: dict[str, Any] = {"messages": messages, "summary": _TEXT * 3, "turn": turn,
+                                 "kept_tail_ids": [m.id for m in base[:4]], "turns_since_consolidation": 1}
+        t0 = time.perf_counter()
+        state.update(await start(state, runtime))  # type: ignore[arg-type]
+        t1 = time.perf_counter()
+        should_compact(state, CONTEXT, counter)  # type: ignore[arg-type]
+        t2 = time.perf_counter()
+        consolidation_trigger(state, CONTEXT.consolidate_every_turns)  # type: ignore[arg-type]
+        t3 = time.perf_counter()
+        if turn >= 5:
+            timings["start"].append((t1 - t0) * 1000)
+            timings["compaction_check"].append((t2 - t1) * 1000)
+            timings["consolidation_decision"].append((t3 - t2) * 1000)
+    timings["total"] = [a + b + c for a, b, c in zip(*(timings[k] for k in ("start", "compaction_check", "consolidation_decision")))]
+    return timings
+
+
+async def graph_turns(size: int, iterations: int) -> list[float]:
+    """Milliseconds per whole turn through the compiled graph (instant model, InMemorySaver)."""
+    model = GenericFakeChatModel(messages=iter([f"reply {i}" for i in range(iterations + 5)]))
+    graph = build_graph(model).compile(store=store_with_memories(), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": f"bench-{size}"}}
+    past = history(size)  # an old thread: its messages were extracted from long ago
+    await graph.aupdate_state(
+        config, {"messages": past, "consolidated_message_ids": [m.id for m in past]}, as_node="consolidate"
+    )
+    out = []
+    for turn in range(iterations + 5):
+        t0 = time.perf_counter()
+        await graph.ainvoke({"messages": [HumanMessage(f"turn {turn}")]}, config, context=CONTEXT)
+        if turn >= 5:
+            out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+async def run(iterations: int, graph_iterations: int, rounds: int = 4) -> dict[str, Any]:
+    """All sizes, measured in interleaved rounds so that load from other processes hits them alike."""
+    samples: dict[int, dict[str, list[float]]] = {size: {} for size in SIZES}
+    for _ in range(rounds):
+        for size in SIZES:
+            gc.collect()
+            for name, values in (await node_overhead(size, iterations // rounds)).items():
+                samples[size].setdefault(name, []).extend(values)
+    for size in SIZES:
+        gc.collect()
+        samples[size]["graph_turn"] = await graph_turns(size, graph_iterations)
+    rows = []
+    for size in SIZES:
+        row: dict[str, Any] = {"messages": size}
+        for name, values in samples[size].items():
+            row[f"{name}_p50_ms"] = round(statistics.median(values), 3)
+            row[f"{name}_p95_ms"] = round(percentile(values, 95), 3)
+        rows.append(row)
+    first, last = rows[0]["total_p50_ms"], rows[-1]["total_p50_ms"]
+    return {
+        "benchmark": "engram.graph per-turn overhead (model and embedder excluded)",
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "load_average_1m": round(os.getloadavg()[0], 2),  # other processes share the cores
+        "iterations": iterations,
+        "graph_iterations": graph_iterations,
+        "window": WINDOW,
+        "rows": rows,
+        "growth_total_p50_1000_vs_10": round(last / first, 2),
+        "target_p50_ms_at_1000": TARGET_P50_MS,
+        "target_met": last <= TARGET_P50_MS and last / first < SIZES[-1] / SIZES[0],
+    }
+
+
+def _table(result: dict[str, Any]) -> Table:
+    table = Table(title=result["benchmark"])
+    table.add_column("messages", justify="right")
+    columns = ["start", "compaction_check", "consolidation_decision", "total", "graph_turn"]
+    for name in columns:
+        table.add_column(f"{name}\np50 / p95 ms", justify="right")
+    base = result["rows"][0]
+    for row in result["rows"]:
+        cells = [f"{row[f'{n}_p50_ms']:.3f} / {row[f'{n}_p95_ms']:.3f}" for n in columns]
+        growth = row["total_p50_ms"] / base["total_p50_ms"]
+        cells[3] += f"\n(x{growth:.1f} vs {base['messages']})"
+        table.add_row(str(row["messages"]), *cells)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=200, help="timed turns per size (node overhead)")
+    parser.add_argument("--graph-iterations", type=int, default=30, help="timed whole-graph turns per size")
+    parser.add_argument("--json", type=Path, help="also write the JSON result to this file")
+    args = parser.parse_args(argv)
+    result = asyncio.run(run(args.iterations, args.graph_iterations))
+    Console(width=130).print(_table(result))
+    blob = json.dumps(result, indent=2)
+    print(blob)
+    if args.json:
+        args.json.write_text(blob + "\n")
+    return 0 if result["target_met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
