@@ -1,6 +1,7 @@
 """engram.nodes: one module per node of the memory graph, plus prompts and token counting."""
 
 from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
+from engram.nodes.consolidate import make_consolidate
 from engram.nodes.respond import NoModelError, make_respond
 from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
 from engram.nodes.summarize import make_summarizer
@@ -14,6 +15,7 @@ __all__ = [
     "build_context",
     "counter_for_model",
     "make_compact",
+    "make_consolidate",
     "make_respond",
     "make_route_after_respond",
     "make_start",

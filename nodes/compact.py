@@ -14,7 +14,11 @@ would separate an AI message with tool calls from its results) and, for everythi
    id and message ids — so details the summary dropped stay recallable;
 3. removes them from `messages` (`RemoveMessage`) and queues them in `pending_extraction` for
    `consolidate` ("extract before evict");
-4. emits `{"event": "context.compacted", ...}` on LangGraph's custom stream.
+4. emits `{"event": "context.compacted", "evicted", "kept", "episodes", "summary_tokens",
+   "mode", "lossy"}` on LangGraph's custom stream.
+
+When only the tail is left (a few huge messages crossed the token threshold), nothing is evicted:
+the counters restart and no event is emitted.
 
 If the summarizer or the archive fails, nothing is evicted, the failure is recorded, and the
 next trigger tries again. Only above the hard cap are messages evicted anyway, with seed 000's

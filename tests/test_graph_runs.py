@@ -125,7 +125,7 @@ async def test_the_tool_loop_runs_before_the_compaction_edge() -> None:
     assert messages[-1].content == "Your order A17 was delivered on May 2."
 
 
-async def test_the_second_model_call_of_a_tool_loop_sees_the_call_and_its_result() -> None:
+def test_the_second_model_call_of_a_tool_loop_sees_the_call_and_its_result() -> None:
     class Recording(_ToolCallingModel):
         seen: list = []
 
@@ -142,7 +142,7 @@ async def test_the_second_model_call_of_a_tool_loop_sees_the_call_and_its_result
         )
     )
     graph = compile_graph(model, store=_store(), checkpointer=InMemorySaver(), tools=[order_status])
-    await graph.ainvoke({"messages": [HumanMessage("Where is B2?")]}, _config())
+    graph.invoke({"messages": [HumanMessage("Where is B2?")]}, _config())  # sync: ToolNode too
     second = model.seen[1]
     assert [m.type for m in second] == ["system", "human", "ai", "tool"]
 
@@ -153,3 +153,16 @@ def test_a_run_without_context_uses_the_defaults() -> None:
     out = graph.invoke({"messages": [HumanMessage("hi")]}, _config())
     assert model.calls[0][0].content.startswith(Context().system_prompt)
     assert out["built_context"]["budget"]["window"] == 8192  # unknown model
+
+
+def test_compile_graph_defaults_to_chroma_and_sqlite_in_the_data_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
+    graph = compile_graph(_model())
+    assert type(graph.store).__name__ == "ChromaStore"
+    assert isinstance(graph.checkpointer, ThreadedSqliteSaver)
+    config = _config()
+    graph.invoke({"messages": [HumanMessage("I prefer tea over coffee.")]}, config, context=Context(user_id="d"))
+    graph.invoke({"end_session": True}, config, context=Context(user_id="d"))
+    assert (tmp_path / "checkpoints.sqlite").is_file() and (tmp_path / "chroma").is_dir()
+    found = graph.store.search(("memories", "d"), query="tea or coffee?")
+    assert [item.value["category"] for item in found] == ["preference"]
