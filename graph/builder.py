@@ -71,7 +71,10 @@ def build_graph(
         _log_offline_mode()
     name = model_name_of(model)
     builder = StateGraph(EngramState, context_schema=Context)
-    builder.add_node("start", _bridge("start", make_start(model_name=name, default_window=context_window_for(model))))
+    builder.add_node(
+        "start",
+        _bridge("start", make_start(model_name=name, default_window=context_window_for(model))),
+    )
     builder.add_node("respond", _bridge("respond", make_respond(model, tools)))
     builder.add_node("compact", _bridge("compact", make_compact(memory_model, model_name=name)))
     builder.add_node("consolidate", _bridge("consolidate", make_consolidate(memory_model)))

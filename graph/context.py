@@ -28,7 +28,7 @@ class Context:
     """Compaction fires when this many messages are not yet summarized."""
 
     token_threshold: int | None = 3000
-    """Compaction also fires when the unsummarized messages exceed this many tokens; None disables."""
+    """Compaction also fires when the unsummarized messages exceed this many tokens (None: off)."""
 
     max_summary_tokens: int = 1000
     """Upper bound on the running summary's length."""

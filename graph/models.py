@@ -76,7 +76,7 @@ _NAME_ATTRIBUTES = ("model_name", "model", "model_id")
 
 
 def model_name_of(model: Any) -> str | None:
-    """The model name a LangChain chat model object carries (`model_name`, `model` or `model_id`)."""
+    """The model name a LangChain chat model carries (`model_name`, `model` or `model_id`)."""
     for attribute in _NAME_ATTRIBUTES:
         value = getattr(model, attribute, None)
         if isinstance(value, str) and value:

@@ -54,8 +54,10 @@ def load_chat_model(spec: str | None) -> BaseChatModel | None:
         found = getattr(_load_module(source), attribute)
         model = found if isinstance(found, BaseChatModel) else found()
         if not isinstance(model, BaseChatModel):
-            raise ValueError(f"{spec!r} is not a chat model (got {type(model).__name__}): point it "
-                             "at a BaseChatModel instance or a factory returning one")
+            raise ValueError(
+                f"{spec!r} is not a chat model (got {type(model).__name__}): point it "
+                "at a BaseChatModel instance or a factory returning one"
+            )
         return model
     return _init_chat_model(spec)
 

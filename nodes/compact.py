@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import NAMESPACE_URL, uuid5
 
@@ -143,7 +143,10 @@ def make_compact(
             failures.append(record_failure("summarize", exc))
             if not over_cap:
                 return {"failures": failures}
-            summary, lossy = _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter), True
+            summary, lossy = (
+                _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter),
+                True,
+            )
 
         episodes = 0
         if runtime.store is not None and not ctx.incognito:
@@ -176,7 +179,10 @@ def make_compact(
         )
         logger.info(
             "compacted %d messages (%s summary, %d tokens, %d episodes)",
-            len(evicted), summarizer.mode, summary_tokens, episodes,
+            len(evicted),
+            summarizer.mode,
+            summary_tokens,
+            episodes,
         )
         return {
             **restart,
@@ -186,7 +192,7 @@ def make_compact(
                 "mode": summarizer.mode,
                 "tokens": summary_tokens,
                 "summarized_messages": evicted_total,
-                "updated_at": datetime.now(timezone.utc).isoformat(),
+                "updated_at": datetime.now(UTC).isoformat(),
                 "lossy": lossy,
             },
             "evicted_message_count": evicted_total,
@@ -197,13 +203,15 @@ def make_compact(
     return compact
 
 
-def episode_ops(evicted: Sequence[BaseMessage], *, user_id: str, thread_id: str | None) -> list[PutOp]:
+def episode_ops(
+    evicted: Sequence[BaseMessage], *, user_id: str, thread_id: str | None
+) -> list[PutOp]:
     """One episode per exchange (a user message and what followed), indexed on `content`.
 
     Keys derive from the thread and the exchange's first message id, so archiving the same
     messages twice overwrites instead of duplicating.
     """
-    now = datetime.now(timezone.utc).isoformat()
+    now = datetime.now(UTC).isoformat()
     ops = []
     for exchange in split_exchanges(evicted):
         ids = [m.id for m in exchange]

@@ -28,7 +28,9 @@ class NoModelError(RuntimeError):
     """The graph was built without an answering model."""
 
 
-def make_respond(model: BaseChatModel | None, tools: Sequence[BaseTool] | None = None) -> RespondNode:
+def make_respond(
+    model: BaseChatModel | None, tools: Sequence[BaseTool] | None = None
+) -> RespondNode:
     """The `respond` node.
 
     Args:

@@ -37,7 +37,13 @@ from engram.nodes.prompts import (
     OTHER_MEMORY_HEADING,
     SUMMARY_BLOCK_TEMPLATE,
 )
-from engram.nodes.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter, counter_for_model, message_text
+from engram.nodes.tokens import (
+    MESSAGE_OVERHEAD,
+    REPLY_PRIMING,
+    TokenCounter,
+    counter_for_model,
+    message_text,
+)
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_types import ScoredMemory
 
@@ -125,7 +131,9 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
                 memories = await _recall(runtime.store, ctx, recall_query(messages, cut))
             except TimeoutError:
                 failures.append(
-                    record_failure("recall", TimeoutError(f"no answer within {ctx.recall_timeout_ms} ms"))
+                    record_failure(
+                        "recall", TimeoutError(f"no answer within {ctx.recall_timeout_ms} ms")
+                    )
                 )
             except RECOVERABLE_ERRORS as exc:
                 failures.append(record_failure("recall", exc))
@@ -183,7 +191,8 @@ def build_context(
         raise ContextOverflowError(
             f"the current input is {current_tokens} tokens, but the model's window of "
             f"{budget.window} tokens minus {budget.reserve} reserved for the reply leaves "
-            f"{available}: shorten the input, or set Context.context_window if the model accepts more"
+            f"{available}: shorten the input, or set Context.context_window if the model "
+            "accepts more"
         )
     system_tokens = counter.count_text(system_prompt)
     room = available - current_tokens - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING
@@ -207,7 +216,9 @@ def build_context(
         system_total = counter.count_message(system)
         room = available - system_total - current_tokens - REPLY_PRIMING
 
-    included, history_tokens = _fit_history(history, min(room, budget.history - summary_tokens), counter)
+    included, history_tokens = _fit_history(
+        history, min(room, budget.history - summary_tokens), counter
+    )
     return {
         "token_stats": {
             "system_prompt": system_tokens,
@@ -242,16 +253,23 @@ def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:
 
 def compose_system_message(system_prompt: str, memory_block: str, summary: str) -> SystemMessage:
     """The system message: instructions, then the memory block, then the summary block."""
-    parts = [system_prompt, memory_block, SUMMARY_BLOCK_TEMPLATE.format(summary=summary) if summary else ""]
+    parts = [
+        system_prompt,
+        memory_block,
+        SUMMARY_BLOCK_TEMPLATE.format(summary=summary) if summary else "",
+    ]
     return SystemMessage("\n\n".join(p for p in parts if p))
 
 
-def render_memory_block(memories: Sequence[ScoredMemory], *, template: str = MEMORY_BLOCK_TEMPLATE) -> str:
+def render_memory_block(
+    memories: Sequence[ScoredMemory], *, template: str = MEMORY_BLOCK_TEMPLATE
+) -> str:
     """One delimited block, a section per category (seed 004's "# USER MEMORY" layout).
 
     Example:
         >>> from engram.stores.memory_types import Memory
-        >>> m = Memory.new("Prefers short answers", "preference", 0.9, now="2026-01-01T00:00:00+00:00")
+        >>> now = "2026-01-01T00:00:00+00:00"
+        >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
         >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
         >>> block.splitlines()[5:9]
         ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']

@@ -15,7 +15,7 @@ Example:
     >>> summarizer = make_summarizer(None)
     >>> msgs = [HumanMessage("Hi! I moved to Lisbon in 2021."), AIMessage("Welcome to Lisbon!")]
     >>> counter = counter_for_model(None)
-    >>> print(asyncio.run(summarizer.asummarize("", msgs, max_tokens=14, counter=counter)))
+    >>> print(asyncio.run(summarizer.asummarize("", msgs, max_tokens=18, counter=counter)))
     - user: I moved to Lisbon in 2021.
 
 """

@@ -27,7 +27,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import tiktoken
@@ -52,7 +52,9 @@ _BLOB_URLS = {
     "p50k_edit": "https://openaipublic.blob.core.windows.net/encodings/p50k_base.tiktoken",
     "r50k_base": "https://openaipublic.blob.core.windows.net/encodings/r50k_base.tiktoken",
 }
-_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef]")
+_CJK = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef]"
+)
 _ASCII_WORDISH = re.compile(r"[A-Za-z\s]")
 _ASCII_OTHER = re.compile(r"[\x21-\x40\x5b-\x60\x7b-\x7e]")
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
@@ -179,7 +181,9 @@ def message_text(message: BaseMessage) -> str:
     text = content if isinstance(content, str) else _blocks_text(content)
     extras: list[str] = []
     if isinstance(message, AIMessage) and message.tool_calls:
-        extras.extend(f"{c['name']} {json.dumps(c['args'], ensure_ascii=False)}" for c in message.tool_calls)
+        extras.extend(
+            f"{c['name']} {json.dumps(c['args'], ensure_ascii=False)}" for c in message.tool_calls
+        )
     if isinstance(message, ToolMessage):
         extras.append(message.tool_call_id)
     if message.name:
@@ -193,7 +197,7 @@ def _bounded_put(cache: dict[str, Any], key: str, value: Any) -> None:
     cache[key] = value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _counter(name: str | None) -> TokenCounter:
     return TokenCounter(tiktoken.get_encoding(name) if name else None)
 

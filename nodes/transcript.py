@@ -34,7 +34,7 @@ def from_pending(items: Sequence[dict[str, Any]]) -> list[BaseMessage]:
 
 
 def role_of(message: BaseMessage) -> str:
-    """"user", "assistant", "tool" or "system" (the roles transcripts and episodes use)."""
+    """ "user", "assistant", "tool" or "system" (the roles transcripts and episodes use)."""
     if isinstance(message, HumanMessage):
         return "user"
     if isinstance(message, AIMessage):
@@ -58,7 +58,7 @@ def render_transcript(messages: Iterable[BaseMessage]) -> str:
 
 
 def split_exchanges(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
-    """Cut a message list into exchanges, each starting at a user message (tool calls kept whole)."""
+    """Cut messages into exchanges, each starting at a user message (tool calls kept whole)."""
     exchanges: list[list[BaseMessage]] = []
     for message in messages:
         if isinstance(message, HumanMessage) or not exchanges:

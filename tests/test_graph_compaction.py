@@ -27,24 +27,31 @@ from fakes import (
 INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
 
 
-def _graph(memory_model: Any = None, store: InMemoryStore | None = None) -> tuple[CompiledStateGraph, InMemoryStore]:
+def _graph(
+    memory_model: Any = None, store: InMemoryStore | None = None
+) -> tuple[CompiledStateGraph, InMemoryStore]:
     store = store if store is not None else InMemoryStore(index=INDEX)
     model = RecordingChatModel(messages=(f"reply {i}: noted." for i in itertools.count()))
-    graph = compile_graph(model, memory_model=memory_model, store=store, checkpointer=InMemorySaver())
+    graph = compile_graph(
+        model, memory_model=memory_model, store=store, checkpointer=InMemorySaver()
+    )
     return graph, store
 
 
 def _run_turns(
     graph: CompiledStateGraph, texts: list[str], ctx: Context, thread: str | None = None
 ) -> tuple[dict, list[dict], list[dict]]:
-    """Run one turn per text; return the last state, per-turn compaction events, per-turn updates."""
+    """One turn per text; the last state, each turn's compaction event and node updates."""
     config = {"configurable": {"thread_id": thread or str(uuid.uuid4())}}
     events: list[dict] = []
     updates: list[dict] = []
     for text in texts:
         turn_events, turn_updates = [], {}
         for mode, chunk in graph.stream(
-            {"messages": [HumanMessage(text)]}, config, context=ctx, stream_mode=["custom", "updates"]
+            {"messages": [HumanMessage(text)]},
+            config,
+            context=ctx,
+            stream_mode=["custom", "updates"],
         ):
             if mode == "custom":
                 turn_events.append(chunk)
@@ -93,8 +100,12 @@ def test_the_token_threshold_fires_before_the_message_count() -> None:
 
 def test_a_turn_over_the_token_threshold_does_not_compact_on_the_very_next_turn() -> None:
     graph, _ = _graph()
-    huge = "Every sentence in this memo matters to the audit of the warehouse. " * 280  # 3641 tokens
-    _, events, updates = _run_turns(graph, [huge] * 6, Context(user_id="huge", context_window=32_000))
+    huge = (
+        "Every sentence in this memo matters to the audit of the warehouse. " * 280
+    )  # 3641 tokens
+    _, events, updates = _run_turns(
+        graph, [huge] * 6, Context(user_id="huge", context_window=32_000)
+    )
     assert ["compact" in u for u in updates] == [True, False, True, False, True, False]
     # the first time only the kept tail exists: the counters restart, nothing is evicted
     assert [e.get("evicted") for e in events] == [None, None, 2, None, 4, None]
@@ -102,7 +113,9 @@ def test_a_turn_over_the_token_threshold_does_not_compact_on_the_very_next_turn(
 
 def test_disabling_the_token_threshold_leaves_only_the_message_count() -> None:
     graph, _ = _graph()
-    _, events, _ = _run_turns(graph, [LONG] * 5, Context(user_id="t", token_threshold=None, context_window=32_000))
+    _, events, _ = _run_turns(
+        graph, [LONG] * 5, Context(user_id="t", token_threshold=None, context_window=32_000)
+    )
     assert [bool(e) for e in events] == [False, False, False, False, True]
 
 
@@ -119,7 +132,13 @@ def test_compaction_keeps_a_tail_and_queues_evicted_messages_for_extraction() ->
 
 def test_the_offline_summary_keeps_names_and_numbers_within_its_limit() -> None:
     graph, _ = _graph()
-    texts = ["hi", "My sister Lena moved to Porto in 2019.", "ok thanks", "The budget is 4200 euros.", "cool"]
+    texts = [
+        "hi",
+        "My sister Lena moved to Porto in 2019.",
+        "ok thanks",
+        "The budget is 4200 euros.",
+        "cool",
+    ]
     state, _, _ = _run_turns(graph, texts, Context(user_id="s", max_summary_tokens=40))
     summary = state["summary"]
     assert "Lena" in summary and "Porto" in summary and "2019" in summary
@@ -134,7 +153,9 @@ def test_the_llm_summarizer_gets_seed_prompts_and_the_previous_summary() -> None
     )
     graph, _ = _graph(memory_model=memory_model)
     state, _, _ = _run_turns(graph, [f"message {i}" for i in range(10)], Context(user_id="llm"))
-    summaries = [c for c in memory_model.calls if c[0].content.startswith(SUMMARY_SYSTEM_PROMPT[:30])]
+    summaries = [
+        c for c in memory_model.calls if c[0].content.startswith(SUMMARY_SYSTEM_PROMPT[:30])
+    ]
     assert len(summaries) == 2
     assert "Summarize the following conversation" in summaries[0][1].content
     assert "## Existing summary\nSUMMARY v1" in summaries[1][1].content
@@ -145,12 +166,16 @@ def test_the_llm_summarizer_gets_seed_prompts_and_the_previous_summary() -> None
 
 def test_a_failing_summarizer_evicts_nothing_and_retries_next_turn() -> None:
     graph, store = _graph(memory_model=FailingChatModel())
-    state, events, updates = _run_turns(graph, [f"message {i}" for i in range(6)], Context(user_id="f"))
+    state, events, updates = _run_turns(
+        graph, [f"message {i}" for i in range(6)], Context(user_id="f")
+    )
     assert not any(events)
     assert len(state["messages"]) == 12  # nothing evicted
     assert state["messages"][-1].content.startswith("reply 5")  # the turn still answered
     assert state["failures"] == [{"stage": "summarize", "error": "RuntimeError: model unavailable"}]
-    assert {"stage": "summarize", "error": "RuntimeError: model unavailable"} in updates[4]["compact"]["failures"]
+    assert {"stage": "summarize", "error": "RuntimeError: model unavailable"} in updates[4][
+        "compact"
+    ]["failures"]
     assert "summary" not in state
     assert store.search(episode_namespace("f")) == []
     assert "compact" in updates[4] and "compact" in updates[5]  # retried on the next trigger
@@ -158,7 +183,9 @@ def test_a_failing_summarizer_evicts_nothing_and_retries_next_turn() -> None:
 
 def test_over_the_hard_cap_a_failing_summarizer_still_evicts_with_the_lossy_note() -> None:
     graph, store = _graph(memory_model=FailingChatModel())
-    state, events, _ = _run_turns(graph, [f"message {i}" for i in range(7)], Context(user_id="cap", max_messages=12))
+    state, events, _ = _run_turns(
+        graph, [f"message {i}" for i in range(7)], Context(user_id="cap", max_messages=12)
+    )
     assert events[-1]["lossy"] is True and events[-1]["evicted"] == 10
     assert "10 earlier messages could not be summarized" in state["summary"]
     assert state["summary_info"]["lossy"] is True
@@ -171,19 +198,27 @@ def test_a_failing_store_evicts_nothing_and_the_turn_still_answers() -> None:
     store.failing = False
     graph, _ = _graph(store=store)
     config_thread = str(uuid.uuid4())
-    _run_turns(graph, [f"message {i}" for i in range(4)], Context(user_id="st"), thread=config_thread)
+    _run_turns(
+        graph, [f"message {i}" for i in range(4)], Context(user_id="st"), thread=config_thread
+    )
     store.failing = True
     state, events, _ = _run_turns(graph, ["message 4"], Context(user_id="st"), thread=config_thread)
     assert events == [{}]
     assert len(state["messages"]) == 10
     assert state["messages"][-1].content.startswith("reply 4")
     assert [f["stage"] for f in state["failures"]] == ["recall", "archive"]
-    assert all("OSError: store unavailable" == f["error"] for f in state["failures"])
+    assert all(f["error"] == "OSError: store unavailable" for f in state["failures"])
 
 
 def test_episodes_keep_details_recallable_by_meaning() -> None:
     graph, store = _graph()
-    texts = ["My bike lock code is 7391.", "I like rain.", "Lunch was fine.", "Nothing new.", "Okay."]
+    texts = [
+        "My bike lock code is 7391.",
+        "I like rain.",
+        "Lunch was fine.",
+        "Nothing new.",
+        "Okay.",
+    ]
     _run_turns(graph, texts, Context(user_id="ep"))
     hits = store.search(episode_namespace("ep"), query="bike lock code", limit=1)
     assert "7391" in hits[0].value["content"]
@@ -192,7 +227,9 @@ def test_episodes_keep_details_recallable_by_meaning() -> None:
 
 def test_incognito_compacts_but_archives_and_queues_nothing() -> None:
     graph, store = _graph()
-    _, events, updates = _run_turns(graph, [f"secret {i}" for i in range(5)], Context(user_id="inc", incognito=True))
+    _, events, updates = _run_turns(
+        graph, [f"secret {i}" for i in range(5)], Context(user_id="inc", incognito=True)
+    )
     assert events[-1]["evicted"] == 6 and events[-1]["episodes"] == 0
     assert updates[-1]["compact"]["pending_extraction"] == []
     assert store.search(episode_namespace("inc")) == []

@@ -22,17 +22,25 @@ def _store(embeddings: Embeddings) -> InMemoryStore:
     return InMemoryStore(index={"dims": 256, "embed": embeddings, "fields": ["content"]})
 
 
-def _turn(store: BaseStore, ctx: Context, text: str = "What do I like to drink?") -> tuple[dict, RecordingChatModel]:
+def _turn(
+    store: BaseStore, ctx: Context, text: str = "What do I like to drink?"
+) -> tuple[dict, RecordingChatModel]:
     model = RecordingChatModel(messages=itertools.cycle(["Here is my answer."]))
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
-    out = graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": str(uuid.uuid4())}}, context=ctx)
+    out = graph.invoke(
+        {"messages": [HumanMessage(text)]},
+        {"configurable": {"thread_id": str(uuid.uuid4())}},
+        context=ctx,
+    )
     return out, model
 
 
 def test_a_failing_embedder_skips_recall() -> None:
     embeddings = FailingEmbeddings(failing=False)
     store = _store(embeddings)
-    LongTermMemory(store).upsert("ann", [MemoryCandidate(content="Ann drinks green tea", category="preference")])
+    LongTermMemory(store).upsert(
+        "ann", [MemoryCandidate(content="Ann drinks green tea", category="preference")]
+    )
     embeddings.failing = True
     out, model = _turn(store, Context(user_id="ann"))
     assert out["messages"][-1].content == "Here is my answer."

@@ -6,7 +6,12 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_openai import ChatOpenAI
 
-from engram.graph.models import DEFAULT_CONTEXT_WINDOW, context_window_for, context_window_for_name, model_name_of
+from engram.graph.models import (
+    DEFAULT_CONTEXT_WINDOW,
+    context_window_for,
+    context_window_for_name,
+    model_name_of,
+)
 
 
 @pytest.mark.parametrize(

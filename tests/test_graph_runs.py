@@ -35,7 +35,12 @@ async def test_invoke_and_ainvoke_share_one_sqlite_thread(tmp_path) -> None:
     config = _config()
     graph.invoke({"messages": [HumanMessage("first, sync")]}, config)
     out = await graph.ainvoke({"messages": [HumanMessage("second, async")]}, config)
-    assert [m.content for m in out["messages"]] == ["first, sync", "reply 0 is here", "second, async", "reply 1 is here"]
+    assert [m.content for m in out["messages"]] == [
+        "first, sync",
+        "reply 0 is here",
+        "second, async",
+        "reply 1 is here",
+    ]
     assert out["turn"] == 2
     again = ThreadedSqliteSaver.from_path(tmp_path / "data" / "checkpoints.sqlite")
     assert len(again.get_tuple(config).checkpoint["channel_values"]["messages"]) == 4
@@ -43,14 +48,19 @@ async def test_invoke_and_ainvoke_share_one_sqlite_thread(tmp_path) -> None:
 
 async def test_tokens_stream_with_stream_mode_messages_sync_and_async() -> None:
     memory_model = StructuredFakeChatModel(
-        messages=itertools.repeat("SUMMARY TEXT THAT MUST NOT STREAM"), structured_responses=[{"memories": []}] * 5
+        messages=itertools.repeat("SUMMARY TEXT THAT MUST NOT STREAM"),
+        structured_responses=[{"memories": []}] * 5,
     )
-    graph = compile_graph(_model(), memory_model=memory_model, store=_store(), checkpointer=InMemorySaver())
+    graph = compile_graph(
+        _model(), memory_model=memory_model, store=_store(), checkpointer=InMemorySaver()
+    )
     config = _config()
     ctx = Context(message_threshold=3, keep_recent_messages=1)
     sync_chunks = [
         (chunk, meta["langgraph_node"])
-        for chunk, meta in graph.stream({"messages": [HumanMessage("hello")]}, config, context=ctx, stream_mode="messages")
+        for chunk, meta in graph.stream(
+            {"messages": [HumanMessage("hello")]}, config, context=ctx, stream_mode="messages"
+        )
     ]
     assert all(isinstance(c, AIMessageChunk) for c, _ in sync_chunks)
     assert {node for _, node in sync_chunks} == {"respond"}
@@ -73,10 +83,16 @@ def test_end_session_goes_straight_to_consolidate() -> None:
     model = _model()
     graph = compile_graph(model, store=_store(), checkpointer=InMemorySaver())
     config = _config()
-    graph.invoke({"messages": [HumanMessage("I prefer tea over coffee.")]}, config, context=Context(user_id="s"))
+    graph.invoke(
+        {"messages": [HumanMessage("I prefer tea over coffee.")]},
+        config,
+        context=Context(user_id="s"),
+    )
     steps = [
         list(update)
-        for update in graph.stream({"end_session": True}, config, context=Context(user_id="s"), stream_mode="updates")
+        for update in graph.stream(
+            {"end_session": True}, config, context=Context(user_id="s"), stream_mode="updates"
+        )
     ]
     assert steps == [["consolidate"]]
     assert len(model.calls) == 1  # the answering model was not called again
@@ -104,7 +120,12 @@ async def test_the_tool_loop_runs_before_the_compaction_edge() -> None:
     model = _ToolCallingModel(
         messages=iter(
             [
-                AIMessage("", tool_calls=[{"name": "order_status", "args": {"order_id": "A17"}, "id": "call-1"}]),
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "order_status", "args": {"order_id": "A17"}, "id": "call-1"}
+                    ],
+                ),
                 AIMessage("Your order A17 was delivered on May 2."),
             ]
         )
@@ -136,7 +157,12 @@ def test_the_second_model_call_of_a_tool_loop_sees_the_call_and_its_result() -> 
     model = Recording(
         messages=iter(
             [
-                AIMessage("", tool_calls=[{"name": "order_status", "args": {"order_id": "B2"}, "id": "call-2"}]),
+                AIMessage(
+                    "",
+                    tool_calls=[
+                        {"name": "order_status", "args": {"order_id": "B2"}, "id": "call-2"}
+                    ],
+                ),
                 AIMessage("Delivered."),
             ]
         )
@@ -155,13 +181,19 @@ def test_a_run_without_context_uses_the_defaults() -> None:
     assert out["built_context"]["budget"]["window"] == 8192  # unknown model
 
 
-def test_compile_graph_defaults_to_chroma_and_sqlite_in_the_data_folder(tmp_path, monkeypatch) -> None:
+def test_compile_graph_defaults_to_chroma_and_sqlite_in_the_data_folder(
+    tmp_path, monkeypatch
+) -> None:
     monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
     graph = compile_graph(_model())
     assert type(graph.store).__name__ == "ChromaStore"
     assert isinstance(graph.checkpointer, ThreadedSqliteSaver)
     config = _config()
-    graph.invoke({"messages": [HumanMessage("I prefer tea over coffee.")]}, config, context=Context(user_id="d"))
+    graph.invoke(
+        {"messages": [HumanMessage("I prefer tea over coffee.")]},
+        config,
+        context=Context(user_id="d"),
+    )
     graph.invoke({"end_session": True}, config, context=Context(user_id="d"))
     assert (tmp_path / "checkpoints.sqlite").is_file() and (tmp_path / "chroma").is_dir()
     found = graph.store.search(("memories", "d"), query="tea or coffee?")

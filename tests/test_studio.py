@@ -45,8 +45,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env.pop("ENGRAM_CHROMA_URL", None)
     env.pop("ENGRAM_MEMORY_MODEL", None)
     command = [
-        sys.executable, "-m", "langgraph_cli", "dev",
-        "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+        sys.executable,
+        "-m",
+        "langgraph_cli",
+        "dev",
+        "--no-browser",
+        "--no-reload",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
     ]
     with log_path.open("w") as log:
         process = subprocess.Popen(
@@ -69,17 +77,23 @@ def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            pytest.fail(f"langgraph dev exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            pytest.fail(
+                f"langgraph dev exited with {process.returncode}:\n{log_path.read_text()[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(f"{url}/ok", timeout=2) as response:
                 if response.status == 200:
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError):
             time.sleep(0.5)
-    pytest.fail(f"langgraph dev did not answer within {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}")
+    pytest.fail(
+        f"langgraph dev did not answer within {STARTUP_SECONDS}s:\n{log_path.read_text()[-3000:]}"
+    )
 
 
-async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_store(server: str) -> None:
+async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_store(
+    server: str,
+) -> None:
     client = get_client(url=server)
     assistants = await client.assistants.search(graph_id="engram")
     assert assistants, "langgraph.json's graph 'engram' is not served"
@@ -89,14 +103,18 @@ async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_s
     state = await client.runs.wait(
         thread["thread_id"],
         "engram",
-        input={"messages": [{"role": "user", "content": "I prefer dark mode in every editor I use."}]},
+        input={
+            "messages": [{"role": "user", "content": "I prefer dark mode in every editor I use."}]
+        },
         context=context,
     )
     assert state["messages"][-1]["content"] == "Noted, thanks for telling me."
     assert state["built_context"]["budget"]["window"] == 8192  # what Studio shows per step
     assert state["turn"] == 1
 
-    state = await client.runs.wait(thread["thread_id"], "engram", input={"end_session": True}, context=context)
+    state = await client.runs.wait(
+        thread["thread_id"], "engram", input={"end_session": True}, context=context
+    )
     assert state["consolidation"]["trigger"] == "session_end"
 
     found = await client.store.search_items(("memories", "studio-user"))

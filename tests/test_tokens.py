@@ -18,7 +18,8 @@ from engram.nodes.tokens import (
 SAMPLES = {
     "english": "I work at a startup in Hangzhou as a backend developer, mostly using Go and "
     "PostgreSQL. Our project is called Xinghe and version two ships next month.",
-    "chinese": "我在杭州的一家创业公司做后端开发，主要用Go和PostgreSQL。我们的项目叫星河，下个月要上线第二版。",
+    "chinese": "我在杭州的一家创业公司做后端开发，主要用Go和PostgreSQL。"
+    "我们的项目叫星河，下个月要上线第二版。",
     "japanese": "私は東京でソフトウェアエンジニアとして働いています。毎朝コーヒーを飲みます。",
     "korean": "저는 서울에서 소프트웨어 엔지니어로 일하고 있습니다.",
     "numbers": "Order 4821-7730 shipped on 2024-05-01 for $1,299.99 (invoice #55102).",
