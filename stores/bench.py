@@ -8,6 +8,10 @@ Run::
 
 Sections:
 
+- ``store``: `ChromaStore` vs raw chromadb collection calls vs langgraph's `InMemoryStore`:
+  batched put throughput and top-10 search latency at 1k, 10k and 50k items (see
+  `engram.stores.bench_store`). Targets: ChromaStore <= 1.25x raw chromadb for search and batched
+  put; search at 50k items faster than `InMemoryStore`.
 - ``embeddings``: `LocalEmbeddings` vs chromadb's `DefaultEmbeddingFunction` (used the way Chroma
   calls it: a fresh `ONNXMiniLM_L6_V2` per call) and vs one reused `ONNXMiniLM_L6_V2` instance
   (to show what is left once model loading is out of the picture), on short texts (20-40 word
@@ -59,12 +63,14 @@ class BenchSettings:
     Attributes:
         repeats: Timed repetitions per measurement (after one warm-up); the median is reported.
         texts: Texts per embedding call in the ``embeddings`` section.
-        seed: Seed of the generated texts.
+        seed: Seed of the generated texts and vectors.
+        store_sizes: Item counts of the ``store`` section.
     """
 
     repeats: int = 3
     texts: int = 128
     seed: int = 0
+    store_sizes: tuple[int, ...] = (1_000, 10_000, 50_000)
 
 
 Section = Callable[[BenchSettings], list[Row]]
@@ -116,7 +122,13 @@ def bench_embeddings(settings: BenchSettings) -> list[Row]:
     return rows
 
 
-SECTIONS: dict[str, Section] = {"embeddings": bench_embeddings}
+def _store_section(settings: BenchSettings) -> list[Row]:
+    from engram.stores.bench_store import bench_store
+
+    return bench_store(settings.store_sizes, settings.seed)
+
+
+SECTIONS: dict[str, Section] = {"store": _store_section, "embeddings": bench_embeddings}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,10 +146,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--texts", type=int, default=BenchSettings.texts, help="texts per embedding call"
     )
+    parser.add_argument(
+        "--sizes",
+        type=lambda v: tuple(int(x) for x in v.split(",")),
+        default=BenchSettings.store_sizes,
+        help="store sizes, comma-separated (default 1000,10000,50000)",
+    )
     args = parser.parse_args(argv)
-    if args.repeats < 1 or args.texts < 1:
-        parser.error("--repeats and --texts must be >= 1")
-    settings = BenchSettings(repeats=args.repeats, texts=args.texts)
+    if args.repeats < 1 or args.texts < 1 or min(args.sizes) < 1:
+        parser.error("--repeats, --texts and --sizes must be >= 1")
+    settings = BenchSettings(repeats=args.repeats, texts=args.texts, store_sizes=args.sizes)
 
     console = Console(width=None if sys.stdout.isatty() else 140)
     results: dict[str, list[Row]] = {}

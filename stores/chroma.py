@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_COLLECTION = "engram"
 _PLACEHOLDER_EMBEDDING = [0.0]
-_COLLECTION_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,502}[a-zA-Z0-9]")
+_COLLECTION_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
 
 
 class ChromaStore(BaseStore):
@@ -61,8 +61,7 @@ class ChromaStore(BaseStore):
             Default: a `PersistentClient` at `path`.
         path: Folder of the default `PersistentClient`; default `$ENGRAM_DATA_DIR/chroma`,
             i.e. `./.engram/chroma`.
-        collection: Name of the items collection (3-512 chars of `[a-zA-Z0-9._-]`); vectors go
-            to `<collection>.vectors`.
+        collection: Name of the Chroma collection (3-512 chars of `[a-zA-Z0-9._-]`).
         index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`) enabling semantic search.
         ttl: LangGraph's `TTLConfig`; with `sweep_interval_minutes` a background sweeper starts.
 
@@ -105,13 +104,6 @@ class ChromaStore(BaseStore):
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = chroma_plan.index_fields(index.get("fields")) if index else None
-        self._extra = (
-            client.get_or_create_collection(
-                f"{collection}.vectors", embedding_function=None, metadata={"hnsw:space": "cosine"}
-            )
-            if index
-            else None
-        )
         self._max_batch = client.get_max_batch_size()
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
@@ -275,38 +267,34 @@ class ChromaStore(BaseStore):
         self, op: SearchOp, query_vector: list[float] | None, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
         where = md.combine(md.prefix_clauses(op.namespace_prefix) + md.filter_clauses(op.filter))
-        if op.query and query_vector is not None and self._extra is not None:
+        if op.query and query_vector is not None and self.embeddings is not None:
             return self._vector_search(op, query_vector, where, now)
         got = self._items.get(where=where, include=["metadatas"])
-        rows = [(i, m) for i, m in zip(got["ids"], got["metadatas"]) if not _expired(m, now)]
+        rows = [
+            (i, m)
+            for i, m in zip(got["ids"], got["metadatas"])
+            if md.ITEM_ID not in m and not _expired(m, now)
+        ]
         rows.sort(key=lambda row: (row[1][md.UPDATED_AT], row[0]), reverse=True)
         return self._page([item_id for item_id, _ in rows], {}, op, now)
 
     def _vector_search(
         self, op: SearchOp, query_vector: list[float], where: dict[str, Any] | None, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
-        assert self._extra is not None
-        collections = [self._items, self._extra] if self._extra.count() else [self._items]
         n = op.offset + op.limit
         while True:
             # Ids and distances only: Chroma's query is much slower when it also returns
             # documents and metadata than a query followed by a get of the winners.
+            res = self._items.query(
+                query_embeddings=[query_vector], n_results=n, where=where, include=["distances"]
+            )
             scores: dict[str, float] = {}
-            returned = 0
-            for collection in collections:
-                res = collection.query(
-                    query_embeddings=[query_vector],
-                    n_results=n,
-                    where=where,
-                    include=["distances"] if collection is self._items else ["metadatas", "distances"],
-                )
-                owners = res["ids"][0] if collection is self._items else [m[md.ITEM_ID] for m in res["metadatas"][0]]
-                for item_id, distance in zip(owners, res["distances"][0]):
-                    scores[item_id] = max(1.0 - float(distance), scores.get(item_id, -2.0))
-                returned = max(returned, len(owners))
+            for record_id, distance in zip(res["ids"][0], res["distances"][0]):
+                item_id = _owner(record_id)
+                scores[item_id] = max(1.0 - float(distance), scores.get(item_id, -2.0))
             ranked = sorted(scores, key=scores.__getitem__, reverse=True)
             hits = self._page(ranked, scores, op, now)
-            if returned < n or len(hits) >= op.limit:
+            if len(res["ids"][0]) < n or len(hits) >= op.limit:
                 return hits
             n *= 4
 
@@ -342,7 +330,9 @@ class ChromaStore(BaseStore):
                 clauses += md.prefix_clauses(md.literal_prefix(tuple(condition.path)))
         got = self._items.get(where=md.combine(clauses), include=["metadatas"])
         namespaces = {
-            md.namespace_from_metadata(meta) for meta in got["metadatas"] if not _expired(meta, now)
+            md.namespace_from_metadata(meta)
+            for meta in got["metadatas"]
+            if md.ITEM_ID not in meta and not _expired(meta, now)
         }
         conditions = op.match_conditions or ()
         matching = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
@@ -390,40 +380,34 @@ class ChromaStore(BaseStore):
             ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
             self._upsert(self._items, ids=ids_, documents=docs, metadatas=metas, embeddings=embeddings)
         extra = [
-            (f"{i}:{n}", vector, {**_searchable(meta), md.ITEM_ID: i})
+            (_extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
             for (_, i), meta in zip(writes, metadatas)
             for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
         ]
         for chunk in self._chunks(extra, write_chunk):
             ids_, embeddings, metas = (list(col) for col in zip(*chunk))
-            self._upsert(self._extra, ids=ids_, embeddings=embeddings, metadatas=metas)
+            self._upsert(self._items, ids=ids_, embeddings=embeddings, metadatas=metas)
         kept = {i: max(len(vectors.get(i, ())) - 1, 0) for _, i in writes}
         stale = [
-            f"{i}:{n}"
+            _extra_id(i, n)
             for i in ids
             for n in range(kept.get(i, 0) + 1, int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
         ]
         deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
-        for chunk in self._chunks(deleted):
+        for chunk in self._chunks(deleted + stale):
             self._items.delete(ids=chunk)
-        if self._extra is not None:
-            for chunk in self._chunks(stale):
-                self._extra.delete(ids=chunk)
 
     def _delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
         """Delete items, then their extra vectors (an orphan vector is never returned)."""
-        ids = list(metadata_by_id)
-        for chunk in self._chunks(ids):
-            self._items.delete(ids=chunk)
         extra = [
-            f"{i}:{n}" for i, meta in metadata_by_id.items() for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
+            _extra_id(i, n)
+            for i, meta in metadata_by_id.items()
+            for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
         ]
-        if self._extra is not None:
-            for chunk in self._chunks(extra):
-                self._extra.delete(ids=chunk)
+        for chunk in self._chunks(list(metadata_by_id) + extra):
+            self._items.delete(ids=chunk)
 
-    def _upsert(self, collection: Collection | None, **columns: Any) -> None:
-        assert collection is not None
+    def _upsert(self, collection: Collection, **columns: Any) -> None:
         try:
             collection.upsert(**columns)
         except chromadb.errors.InvalidArgumentError as exc:
@@ -488,6 +472,15 @@ def _item_metadata(
     return meta
 
 
+def _extra_id(item_id: str, n: int) -> str:
+    """The record of an item's (n+1)-th vector; item ids are hex, so the colon marks extras."""
+    return f"{item_id}:{n}"
+
+
+def _owner(record_id: str) -> str:
+    return record_id.split(":", 1)[0]
+
+
 def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
     """The metadata an extra vector copies from its item, so the same `where` selects both."""
     return {
@@ -500,7 +493,7 @@ def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
 def _check_collection_name(name: str) -> None:
     if not _COLLECTION_NAME.fullmatch(name):
         raise ValueError(
-            f"invalid collection name {name!r}: use 3-504 characters of [a-zA-Z0-9._-], "
+            f"invalid collection name {name!r}: use 3-512 characters of [a-zA-Z0-9._-], "
             "starting and ending with a letter or digit"
         )
 
