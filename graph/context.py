@@ -47,8 +47,18 @@ class Context:
     recall_k: int = 5
     """How many long-term memories are recalled per turn at most."""
 
+    recall_episodes: int = 2
+    """How many archived exchanges (messages compaction evicted, from any thread of this user)
+    are recalled per turn at most, next to the memories, so details a summary dropped come back
+    when asked about; 0 disables."""
+
+    episode_min_similarity: float = 0.4
+    """An archived exchange is recalled only when at least this similar to the recall query.
+    The scale depends on the embedder: 0.4 suits all-MiniLM-L6-v2 (unrelated texts score
+    below 0.25, a question about a stored detail above 0.6)."""
+
     recall_timeout_ms: int = 500
-    """Recall that takes longer is abandoned; the turn goes on without memories."""
+    """Recall (memories and episodes) that takes longer is abandoned; the turn goes on without."""
 
     incognito: bool = False
     """No recall and no extraction for this run (seed 003's temporary chat)."""

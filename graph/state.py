@@ -33,6 +33,8 @@ class BuiltContext(TypedDict):
     """How much of the running summary went in (all of it unless the budget cut its end)."""
     memory_ids: list[str]
     """Long-term memories used this turn."""
+    episode_ids: list[str]
+    """Archived exchanges (`("episodes", user_id)` keys) recalled into the memory block."""
     memory_block: str
     """The rendered, delimited memory block that went into the system prompt."""
     encoding: str

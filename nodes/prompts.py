@@ -39,6 +39,9 @@ MEMORY_CATEGORY_HEADINGS: dict[str, str] = {
 OTHER_MEMORY_HEADING = "## Other Notes"
 """Heading for memories of a category not listed above."""
 
+EPISODE_HEADING = "## Earlier Conversations (verbatim excerpts)"
+"""Heading of the recalled archived exchanges, after the memory sections."""
+
 SUMMARY_BLOCK_TEMPLATE = """<conversation_summary>
 Summary of the earlier part of this conversation (older messages were compacted into it):
 {summary}

@@ -7,7 +7,8 @@ memories 15%, history 50%, reserved for the reply 20%). The build, in order:
    window - reserve, it is a `ContextOverflowError`;
 2. the system prompt (it may exceed its share; the excess comes out of the memories' share);
 3. long-term memories recalled with the current message and the 3 before it (seed 003), best
-   first, rendered in one delimited block grouped by category and marked as data;
+   first, then archived exchanges (episodes) similar enough to that query, rendered in one
+   delimited block grouped by category and marked as data;
 4. the running summary;
 5. history, newest first, until the history share is spent; an AI message with tool calls and
    its tool results go in together or not at all.
@@ -26,11 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
+from engram.nodes.compact import episode_namespace
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import (
+    EPISODE_HEADING,
     MEMORY_BLOCK_CLOSING_TAG,
     MEMORY_BLOCK_TEMPLATE,
     MEMORY_CATEGORY_HEADINGS,
@@ -61,6 +64,9 @@ RECALL_CONTEXT_MESSAGES = 3
 
 RECALL_QUERY_CHARS = 500
 """Each message contributes at most this many characters to the recall query."""
+
+EPISODE_CHARS = 400
+"""A recalled episode shows at most this many characters."""
 
 _JOIN_TOKENS = 2
 """Tokens counted for each blank line joining the parts of the system message."""
@@ -125,10 +131,11 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
         messages = state["messages"]
         cut = current_input_start(messages)
         memories: list[ScoredMemory] = []
+        episodes: list[SearchItem] = []
         failures: list[dict[str, str]] = []
-        if not ctx.incognito and runtime.store is not None and ctx.recall_k > 0:
+        if not ctx.incognito and runtime.store is not None:
             try:
-                memories = await _recall(runtime.store, ctx, recall_query(messages, cut))
+                memories, episodes = await _recall(runtime.store, ctx, recall_query(messages, cut))
             except TimeoutError:
                 failures.append(
                     record_failure(
@@ -142,6 +149,7 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
             cut=cut,
             summary=state.get("summary", ""),
             memories=memories,
+            episodes=episodes,
             system_prompt=ctx.system_prompt,
             budget=Budget.for_window(ctx.context_window or default_window),
             counter=counter_for_model(model_name),
@@ -166,6 +174,7 @@ def build_context(
     system_prompt: str,
     budget: Budget,
     counter: TokenCounter,
+    episodes: Sequence[SearchItem] = (),
     evicted_count: int = 0,
 ) -> BuiltContext:
     """Choose what goes into the model input (pure; see the module docstring for the rules).
@@ -175,6 +184,8 @@ def build_context(
         cut: Where the current input starts (`current_input_start`).
         summary: The running summary.
         memories: Recalled memories, best first.
+        episodes: Recalled archived exchanges, best first (they get what the memories leave
+            of the memory share).
         system_prompt: The answering model's instructions.
         budget: The turn's budget.
         counter: Token counter of the answering model.
@@ -203,7 +214,9 @@ def build_context(
             f"after the reply's reserve: shorten Context.system_prompt or the input"
         )
     memory_share = budget.memories - max(0, system_tokens - budget.system_prompt)
-    used, memory_block, memory_tokens = _fit_memories(memories, min(room, memory_share), counter)
+    used, used_episodes, memory_block, memory_tokens = _fit_memories(
+        memories, episodes, min(room, memory_share), counter
+    )
     room -= memory_tokens
     summary_text, summary_tokens = _fit_summary(summary, min(room, budget.history), counter)
 
@@ -211,7 +224,8 @@ def build_context(
     system_total = counter.count_message(system)
     room = available - system_total - current_tokens - REPLY_PRIMING
     if room < 0:  # joins tokenized differently than counted: fall back to the bare prompt
-        used, memory_block, memory_tokens, summary_text, summary_tokens = [], "", 0, "", 0
+        used, used_episodes, memory_block, memory_tokens = [], [], "", 0
+        summary_text, summary_tokens = "", 0
         system = compose_system_message(system_prompt, "", "")
         system_total = counter.count_message(system)
         room = available - system_total - current_tokens - REPLY_PRIMING
@@ -234,6 +248,7 @@ def build_context(
         "used_summary": bool(summary_text),
         "summary_chars": len(summary_text),
         "memory_ids": [s.memory.id for s in used],
+        "episode_ids": [e.key for e in used_episodes],
         "memory_block": memory_block,
         "encoding": counter.name,
     }
@@ -262,9 +277,13 @@ def compose_system_message(system_prompt: str, memory_block: str, summary: str) 
 
 
 def render_memory_block(
-    memories: Sequence[ScoredMemory], *, template: str = MEMORY_BLOCK_TEMPLATE
+    memories: Sequence[ScoredMemory],
+    episodes: Sequence[SearchItem] = (),
+    *,
+    template: str = MEMORY_BLOCK_TEMPLATE,
 ) -> str:
-    """One delimited block, a section per category (seed 004's "# USER MEMORY" layout).
+    """One delimited block, a section per category (seed 004's "# USER MEMORY" layout), then
+    the recalled episodes.
 
     Example:
         >>> from engram.stores.memory_types import Memory
@@ -274,16 +293,23 @@ def render_memory_block(
         >>> block.splitlines()[5:9]
         ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']
     """
-    if not memories:
+    if not memories and not episodes:
         return ""
     grouped: dict[str, list[str]] = {}
     for scored in memories:
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
-        content = " ".join(scored.memory.content.replace(MEMORY_BLOCK_CLOSING_TAG, "").split())
-        grouped.setdefault(heading, []).append(f"- {content}")
-    order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING]
+        grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
+    for episode in episodes:
+        text = _one_line(str(episode.value.get("content", "")))
+        cut = text if len(text) <= EPISODE_CHARS else text[: EPISODE_CHARS - 1] + "…"
+        grouped.setdefault(EPISODE_HEADING, []).append(f"- {cut}")
+    order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
     sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
     return template.format(sections="\n\n".join(sections))
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.replace(MEMORY_BLOCK_CLOSING_TAG, "").split())
 
 
 def current_input_start(messages: Sequence[BaseMessage]) -> int:
@@ -314,22 +340,43 @@ def recall_query(messages: Sequence[BaseMessage], cut: int) -> str:
     return "\n".join(t for t in texts if t)
 
 
-async def _recall(store: BaseStore, ctx: Context, query: str) -> list[ScoredMemory]:
+async def _recall(
+    store: BaseStore, ctx: Context, query: str
+) -> tuple[list[ScoredMemory], list[SearchItem]]:
+    """Memories, then episodes at least `ctx.episode_min_similarity` similar; one timeout."""
+    memories: list[ScoredMemory] = []
+    episodes: list[SearchItem] = []
     async with asyncio.timeout(ctx.recall_timeout_ms / 1000):
-        return await LongTermMemory(store).asearch(ctx.user_id, query, k=ctx.recall_k)
+        if ctx.recall_k > 0:
+            memories = await LongTermMemory(store).asearch(ctx.user_id, query, k=ctx.recall_k)
+        if ctx.recall_episodes > 0:
+            found = await store.asearch(
+                episode_namespace(ctx.user_id), query=query, limit=ctx.recall_episodes
+            )
+            episodes = [e for e in found if (e.score or 0.0) >= ctx.episode_min_similarity]
+    return memories, episodes
 
 
 def _fit_memories(
-    memories: Sequence[ScoredMemory], limit: int, counter: TokenCounter
-) -> tuple[list[ScoredMemory], str, int]:
+    memories: Sequence[ScoredMemory],
+    episodes: Sequence[SearchItem],
+    limit: int,
+    counter: TokenCounter,
+) -> tuple[list[ScoredMemory], list[SearchItem], str, int]:
+    """Memories best first, then episodes, each only if the block still fits."""
     used: list[ScoredMemory] = []
+    used_episodes: list[SearchItem] = []
     block, tokens = "", 0
-    for scored in memories:
-        candidate = render_memory_block([*used, scored])
+    for entry in [*memories, *episodes]:
+        if isinstance(entry, SearchItem):
+            trial_memories, trial_episodes = used, [*used_episodes, entry]
+        else:
+            trial_memories, trial_episodes = [*used, entry], used_episodes
+        candidate = render_memory_block(trial_memories, trial_episodes)
         cost = counter.count_text(candidate) + _JOIN_TOKENS
         if cost <= limit:
-            used, block, tokens = [*used, scored], candidate, cost
-    return used, block, tokens
+            used, used_episodes, block, tokens = trial_memories, trial_episodes, candidate, cost
+    return used, used_episodes, block, tokens
 
 
 def _fit_summary(summary: str, limit: int, counter: TokenCounter) -> tuple[str, int]:

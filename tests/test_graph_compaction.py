@@ -233,3 +233,22 @@ def test_incognito_compacts_but_archives_and_queues_nothing() -> None:
     assert events[-1]["evicted"] == 6 and events[-1]["episodes"] == 0
     assert updates[-1]["compact"]["pending_extraction"] == []
     assert store.search(episode_namespace("inc")) == []
+
+
+def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> None:
+    store = InMemoryStore(index=INDEX)
+    model = RecordingChatModel(messages=(f"reply {i}: noted." for i in itertools.count()))
+    graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
+    texts = ["My bike lock code is 7391.", "I like rain.", "Lunch was fine.", "Nothing new.", "Ok."]
+    _run_turns(graph, texts, Context(user_id="ep2"))  # turn 5 evicts the first three exchanges
+    ctx = Context(user_id="ep2", recall_episodes=1)
+    state, _, _ = _run_turns(graph, ["What is my bike lock code?"], ctx)
+    system = model.calls[-1][0].content
+    block = system[system.index("<user_memory>") : system.index("</user_memory>")]
+    assert "## Earlier Conversations" in block
+    assert "user: My bike lock code is 7391. assistant: reply 0: noted." in block
+    assert len(state["built_context"]["episode_ids"]) == 1
+
+    unrelated = Context(user_id="ep2", episode_min_similarity=0.99)
+    state, _, _ = _run_turns(graph, ["What is my bike lock code?"], unrelated)
+    assert state["built_context"]["episode_ids"] == []
