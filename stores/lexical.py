@@ -1,0 +1,353 @@
+"""The lexical channel of recall: BM25 over (id, text) documents in SQLite FTS5, English and Chinese.
+
+Text is tokenized here, in Python, and FTS5 indexes the space-joined tokens, so English gets
+stopword removal and Snowball stemming ("painted" finds "painting") and Chinese, which has no
+spaces, gets overlapping character bigrams ("数据库" -> "数据", "据库"). Scoring is FTS5's own
+`bm25()` (k1 = 1.2, b = 0.75), so the index is a maintained library's, transactional, and lives in
+one SQLite file that survives restarts.
+
+Documents live in scopes (for example one per user and kind: `"memories/alice"`); each scope has its
+own FTS5 table, so BM25's statistics (document frequencies, average length) are the scope's own and
+dropping a scope removes everything of it. A document may carry `context`: text that helps find it
+but is not it, such as the message a chat turn replies to. Context terms count `context_weight`
+(default 0.5) as much as the document's own.
+
+Keeping it consistent with an embedded store: `upsert` and `delete` are idempotent and atomic (one
+SQLite transaction each), and `digests` returns each document's content fingerprint, so a caller can
+compare the index with its primary store after a crash and replay only what differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+import sqlite3
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+logger = logging.getLogger(__name__)
+
+INDEX_FILE = "lexical.sqlite3"
+"""File name of the index inside the folder given to `LexicalIndex`."""
+
+# Han ideographs (with extension A and compatibility forms), Japanese kana: written without spaces.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+_TOKENIZER_VERSION = 1  # bump when `Tokenizer.__call__` changes what it returns
+
+
+@dataclass(frozen=True)
+class LexicalDocument:
+    """One document of a `LexicalIndex` scope."""
+
+    id: str
+    """Caller's id, unique within the scope."""
+    text: str
+    """What the document says; its terms count fully."""
+    context: str = ""
+    """Text that helps find the document without being it (e.g. the previous chat turn)."""
+
+    @property
+    def digest(self) -> str:
+        """Fingerprint of `text` and `context`, to check the index against another store."""
+        return hashlib.sha256(f"{self.text}\x1f{self.context}".encode()).hexdigest()[:32]
+
+
+class Tokenizer:
+    """Splits English and Chinese text into BM25 terms.
+
+    Text is NFKC-normalised and case-folded. Runs of letters and digits become words; English
+    stopwords and one-letter words are dropped and the rest Snowball-stemmed. Runs of CJK characters
+    become overlapping character bigrams (a lone character stays a unigram), which needs no
+    dictionary and finds names and new words a segmenter would split wrongly.
+
+    Args:
+        stopwords: Words dropped before stemming (lowercase). Defaults to bm25s' English list.
+        language: Snowball stemmer language (PyStemmer), or None for no stemming.
+
+    Example:
+        >>> Tokenizer()("Melanie painted a sunrise; 她喜欢数据库")
+        ['melani', 'paint', 'sunris', '她喜', '喜欢', '欢数', '数据', '据库']
+    """
+
+    def __init__(
+        self, stopwords: Iterable[str] | None = None, language: str | None = "english"
+    ) -> None:
+        self.stopwords = frozenset(STOPWORDS_EN_PLUS if stopwords is None else stopwords)
+        self.language = language
+        self._stem = Stemmer.Stemmer(language).stemWord if language else None
+        self._lock = threading.Lock()  # PyStemmer objects are not thread-safe
+
+    @property
+    def signature(self) -> str:
+        """Identifies what this tokenizer produces; an index re-tokenizes when it changes."""
+        words = hashlib.sha256("\n".join(sorted(self.stopwords)).encode()).hexdigest()[:12]
+        return f"v{_TOKENIZER_VERSION}:{self.language}:{words}"
+
+    def __call__(self, text: str) -> list[str]:
+        """The terms of `text`, in order, repeats kept."""
+        terms: list[str] = []
+        for match in _RUNS.finditer(unicodedata.normalize("NFKC", text).casefold()):
+            word = match.group("word")
+            if word is None:
+                run = match.group("cjk")
+                terms.extend([run[i : i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run])
+            elif word not in self.stopwords and (len(word) > 1 or word.isdigit()):
+                terms.append(self._stemmed(word))
+        return terms
+
+    def _stemmed(self, word: str) -> str:
+        if self._stem is None:
+            return word
+        with self._lock:
+            return self._stem(word)
+
+
+class LexicalIndex:
+    """A persistent BM25 index of scoped documents, backed by SQLite FTS5.
+
+    Args:
+        folder: Where `lexical.sqlite3` lives (created if missing); None keeps the index in memory.
+        tokenizer: Defaults to `Tokenizer()`. When it differs from the one that built the file,
+            every document is re-tokenized on open.
+        context_weight: How much a term of a document's `context` counts, relative to its `text`.
+
+    Example:
+        >>> index = LexicalIndex()
+        >>> index.upsert("memories/alice", [
+        ...     LexicalDocument("m1", "Alice prefers dark mode in every editor"),
+        ...     LexicalDocument("m2", "Alice's cat is called Mochi"),
+        ... ])
+        >>> [doc_id for doc_id, _ in index.search("memories/alice", "which editor theme? dark?")]
+        ['m1']
+    """
+
+    def __init__(
+        self,
+        folder: str | Path | None = None,
+        *,
+        tokenizer: Tokenizer | None = None,
+        context_weight: float = 0.5,
+    ) -> None:
+        if not 0.0 <= context_weight <= 1.0:
+            raise ValueError(f"context_weight must be between 0 and 1, got {context_weight}")
+        self.tokenizer = tokenizer or Tokenizer()
+        self.context_weight = context_weight
+        if folder is None:
+            self.path: Path | None = None
+            target = ":memory:"
+        else:
+            self.path = Path(folder) / INDEX_FILE
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            target = str(self.path)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        if not _has_fts5(self._db):
+            self._db.close()
+            raise RuntimeError(
+                f"this Python's sqlite3 (SQLite {sqlite3.sqlite_version}) lacks FTS5, which the "
+                "lexical index needs: use a Python build whose SQLite has FTS5 (most do)"
+            )
+        self._setup()
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def upsert(self, scope: str, documents: Iterable[LexicalDocument]) -> None:
+        """Add documents to `scope`, replacing any with the same id; all or nothing."""
+        documents = list({doc.id: doc for doc in documents}.values())  # last one of an id wins
+        rows = [(doc, self._terms(doc)) for doc in documents]  # tokenize outside the lock
+        with self._transaction():
+            table = self._table(scope, create=True)
+            for doc, (text_terms, context_terms) in rows:
+                self._delete_one(scope, table, doc.id)
+                cursor = self._db.execute(
+                    "INSERT INTO docs(scope, doc_id, text, context, digest) VALUES (?, ?, ?, ?, ?)",
+                    (scope, doc.id, doc.text, doc.context, doc.digest),
+                )
+                self._db.execute(
+                    f"INSERT INTO {table}(rowid, text, context) VALUES (?, ?, ?)",
+                    (cursor.lastrowid, text_terms, context_terms),
+                )
+
+    def delete(self, scope: str, ids: Iterable[str]) -> None:
+        """Remove documents by id; unknown ids are ignored."""
+        with self._transaction():
+            table = self._table(scope, create=False)
+            if table is not None:
+                for doc_id in ids:
+                    self._delete_one(scope, table, doc_id)
+
+    def drop_scope(self, scope: str) -> None:
+        """Remove every document of `scope` and its table."""
+        with self._transaction():
+            table = self._table(scope, create=False)
+            if table is not None:
+                self._db.execute(f"DROP TABLE {table}")
+                self._db.execute("DELETE FROM docs WHERE scope = ?", (scope,))
+                self._db.execute("DELETE FROM scopes WHERE scope = ?", (scope,))
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def search(self, scope: str, query: str, *, limit: int = 100) -> list[tuple[str, float]]:
+        """The best `limit` documents of `scope` for `query`, as (id, BM25 score), best first.
+
+        Scores are positive and only comparable within one query. Documents sharing no term
+        with the query are not returned; a query without terms returns nothing.
+        """
+        if limit < 1:
+            raise ValueError(f"limit must be >= 1, got {limit}")
+        terms = list(dict.fromkeys(self.tokenizer(query)))
+        if not terms:
+            return []
+        expression = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+        with self._lock:
+            table = self._table(scope, create=False)
+            if table is None:
+                return []
+            rows = self._db.execute(
+                f"SELECT d.doc_id, m.rank FROM (SELECT rowid, rank FROM {table} WHERE {table} MATCH ? "
+                "AND rank MATCH ? ORDER BY rank LIMIT ?) AS m JOIN docs AS d ON d.rowid = m.rowid "
+                "ORDER BY m.rank",
+                (expression, f"bm25(1.0, {self.context_weight!r})", limit),
+            ).fetchall()
+        return [(doc_id, -rank) for doc_id, rank in rows]
+
+    def digests(self, scope: str) -> dict[str, str]:
+        """Every document id of `scope` with its `LexicalDocument.digest`."""
+        with self._lock:
+            rows = self._db.execute("SELECT doc_id, digest FROM docs WHERE scope = ?", (scope,))
+            return dict(rows.fetchall())
+
+    def count(self, scope: str) -> int:
+        """How many documents `scope` holds."""
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM docs WHERE scope = ?", (scope,)).fetchone()[0]
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds or held documents (until dropped), sorted."""
+        with self._lock:
+            return [row[0] for row in self._db.execute("SELECT scope FROM scopes ORDER BY scope")]
+
+    def close(self) -> None:
+        """Close the SQLite connection; the index is unusable afterwards."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> LexicalIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- async wrappers -------------------------------------------------------------------------
+
+    async def aupsert(self, scope: str, documents: Iterable[LexicalDocument]) -> None:
+        """`upsert` in a worker thread."""
+        await asyncio.to_thread(self.upsert, scope, list(documents))
+
+    async def adelete(self, scope: str, ids: Iterable[str]) -> None:
+        """`delete` in a worker thread."""
+        await asyncio.to_thread(self.delete, scope, list(ids))
+
+    async def adrop_scope(self, scope: str) -> None:
+        """`drop_scope` in a worker thread."""
+        await asyncio.to_thread(self.drop_scope, scope)
+
+    async def asearch(self, scope: str, query: str, *, limit: int = 100) -> list[tuple[str, float]]:
+        """`search` in a worker thread."""
+        return await asyncio.to_thread(self.search, scope, query, limit=limit)
+
+    # -- private --------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        with self._lock:
+            if self.path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._transaction():
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT)")
+            self._db.execute("CREATE TABLE IF NOT EXISTS scopes(scope TEXT PRIMARY KEY, tab TEXT)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS docs(scope TEXT NOT NULL, doc_id TEXT NOT NULL, "
+                "text TEXT NOT NULL, context TEXT NOT NULL, digest TEXT NOT NULL, "
+                "UNIQUE(scope, doc_id))"
+            )
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+            if row is not None and row[0] != self.tokenizer.signature:
+                self._retokenize(previous=row[0])
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('tokenizer', ?)",
+                (self.tokenizer.signature,),
+            )
+
+    def _retokenize(self, previous: str) -> None:
+        logger.info(
+            "lexical index %s was built by tokenizer %s; re-tokenizing for %s",
+            self.path, previous, self.tokenizer.signature,
+        )
+        for scope, table in self._db.execute("SELECT scope, tab FROM scopes").fetchall():
+            self._db.execute(f"DELETE FROM {table}")
+            docs = self._db.execute(
+                "SELECT rowid, doc_id, text, context FROM docs WHERE scope = ?", (scope,)
+            ).fetchall()
+            for rowid, doc_id, text, context in docs:
+                text_terms, context_terms = self._terms(LexicalDocument(doc_id, text, context))
+                self._db.execute(
+                    f"INSERT INTO {table}(rowid, text, context) VALUES (?, ?, ?)",
+                    (rowid, text_terms, context_terms),
+                )
+
+    def _terms(self, doc: LexicalDocument) -> tuple[str, str]:
+        return " ".join(self.tokenizer(doc.text)), " ".join(self.tokenizer(doc.context))
+
+    def _table(self, scope: str, *, create: bool) -> str | None:
+        row = self._db.execute("SELECT tab FROM scopes WHERE scope = ?", (scope,)).fetchone()
+        if row is not None:
+            return row[0]
+        if not create:
+            return None
+        table = "fts_" + hashlib.sha256(scope.encode()).hexdigest()[:24]
+        # Our terms are already split, so unicode61 only has to split them at the spaces.
+        self._db.execute(
+            f"CREATE VIRTUAL TABLE {table} USING fts5(text, context, "
+            "tokenize = 'unicode61 remove_diacritics 0')"
+        )
+        self._db.execute("INSERT INTO scopes(scope, tab) VALUES (?, ?)", (scope, table))
+        return table
+
+    def _delete_one(self, scope: str, table: str, doc_id: str) -> None:
+        row = self._db.execute(
+            "SELECT rowid FROM docs WHERE scope = ? AND doc_id = ?", (scope, doc_id)
+        ).fetchone()
+        if row is not None:
+            self._db.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
+            self._db.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+
+def _has_fts5(db: sqlite3.Connection) -> bool:
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp.fts5_probe USING fts5(x)")
+    except sqlite3.OperationalError:
+        return False
+    db.execute("DROP TABLE temp.fts5_probe")
+    return True
