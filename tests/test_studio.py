@@ -4,6 +4,7 @@ model chosen by ENGRAM_MODEL, and the ChromaStore factory whose memories the /st
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +21,7 @@ from langgraph_sdk import get_client
 pytestmark = pytest.mark.server
 
 REPO = Path(__file__).resolve().parents[1]
+RUNTIME_FOLDER = REPO / ".langgraph_api"
 STARTUP_SECONDS = 120
 
 
@@ -56,6 +58,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--port",
         str(port),
     ]
+    had_runtime_folder = RUNTIME_FOLDER.exists()
     with log_path.open("w") as log:
         process = subprocess.Popen(
             command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -71,6 +74,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        if not had_runtime_folder:  # the in-memory server's persistence, written to the cwd
+            shutil.rmtree(RUNTIME_FOLDER, ignore_errors=True)
 
 
 def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
