@@ -39,7 +39,7 @@ from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
-from engram.stores.paths import default_checkpoint_path, default_chroma_path
+from engram.stores.paths import default_checkpoint_path
 
 logger = logging.getLogger(__name__)
 
@@ -123,14 +123,10 @@ def compile_graph(
 
 
 def default_store() -> BaseStore:
-    """The embedded `ChromaStore` (`PersistentClient`) with local embeddings on `content`."""
-    from engram.stores.chroma import ChromaStore
-    from engram.stores.embeddings import LocalEmbeddings
+    """The embedded `ChromaStore` with local embeddings on `content` (see `make_store`)."""
+    from engram.stores.chroma import make_store
 
-    return ChromaStore(
-        path=default_chroma_path(),
-        index={"dims": 384, "embed": LocalEmbeddings(), "fields": ["content"]},
-    )
+    return make_store()
 
 
 def default_checkpointer() -> BaseCheckpointSaver:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from engram.nodes.extract import Extractor, make_extractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
@@ -160,7 +161,8 @@ def make_consolidate(
                 "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
                 "at": datetime.now(timezone.utc).isoformat(),
             },
-            "failures": failures,
+            # A session-end run skips `start`, which otherwise resets the turn's failures.
+            "failures": Overwrite(failures) if state.get("end_session") else failures,
         }
 
     return consolidate

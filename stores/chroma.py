@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import threading
 import time
@@ -434,16 +435,18 @@ class ChromaStore(BaseStore):
 
 
 def make_store() -> ChromaStore:
-    """Zero-argument factory for `langgraph.json` (`"store": {"path": ...:make_store}`).
+    """engram's default store, and the zero-argument factory `langgraph.json` names.
 
-    Uses `$ENGRAM_CHROMA_URL` (a Chroma server) when set, else the embedded data folder, with
-    the local all-MiniLM-L6-v2 embeddings indexing the whole value.
+    A Chroma server when `$ENGRAM_CHROMA_URL` is set, else the embedded `PersistentClient` in
+    the data folder; the local all-MiniLM-L6-v2 embeddings index each item's `content` (what
+    memories and episodes hold). The model is loaded here, so the first recall of a new process
+    does not spend its time budget loading it.
     """
-    import os
-
     from engram.stores.embeddings import LocalEmbeddings
 
-    index: IndexConfig = {"dims": 384, "embed": LocalEmbeddings(), "fields": ["$"]}
+    embeddings = LocalEmbeddings()
+    embeddings.embed_query("warm-up")
+    index: IndexConfig = {"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
     if url := os.environ.get("ENGRAM_CHROMA_URL"):
         return ChromaStore.from_url(url, index=index)
     return ChromaStore(index=index)
