@@ -1,4 +1,9 @@
-"""Context windows of current chat models, and how a chat model object names its model.
+"""Chat models: loading one from a spec string, and the context windows of current ones.
+
+`load_chat_model("openai:gpt-4o-mini")` (any `init_chat_model` spec) or
+`load_chat_model("package.module:attr")` / `"path/to/file.py:attr"` (a chat model instance or a
+zero-argument factory) is how Studio (`ENGRAM_MODEL`) and the eval CLI (`--model`) name models.
+
 
 `context_window_for(model)` decides the token budget of a turn when `Context.context_window` is
 None: the model's own LangChain profile (`max_input_tokens`) if it has one, else an Ollama
@@ -15,7 +20,13 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
+
+from langchain_core.language_models import BaseChatModel
 
 DEFAULT_CONTEXT_WINDOW = 8192
 """Window assumed for a model this module does not know (seed 002)."""
@@ -109,3 +120,40 @@ def context_window_for_name(name: str | None) -> int:
         if matches:
             return CONTEXT_WINDOWS[max(matches, key=len)]
     return DEFAULT_CONTEXT_WINDOW
+
+
+def load_chat_model(spec: str | None) -> BaseChatModel | None:
+    """The chat model an `ENGRAM_MODEL`-style spec names (see the module docstring), or None.
+
+    Raises:
+        ValueError: The object path names something that is not a chat model.
+    """
+    if not spec:
+        return None
+    source, _, attribute = spec.rpartition(":")
+    if source.endswith(".py") or "." in source:
+        found = getattr(_load_module(source), attribute)
+        model = found if isinstance(found, BaseChatModel) else found()
+        if not isinstance(model, BaseChatModel):
+            raise ValueError(
+                f"{spec!r} is not a chat model (got {type(model).__name__}): point it "
+                "at a BaseChatModel instance or a factory returning one"
+            )
+        return model
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(spec)
+
+
+def _load_module(source: str):
+    if not source.endswith(".py"):
+        return importlib.import_module(source)
+    path = Path(source).resolve()
+    name = f"engram_studio_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise ValueError(f"cannot load {source}: no such Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module

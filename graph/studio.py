@@ -27,72 +27,14 @@ Run it:
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
-from pathlib import Path
 
-from langchain_core.language_models import BaseChatModel
 
 from engram.graph.builder import build_graph
+from engram.graph.models import load_chat_model
 
 MODEL_ENV = "ENGRAM_MODEL"
 MEMORY_MODEL_ENV = "ENGRAM_MEMORY_MODEL"
-
-
-def load_chat_model(spec: str | None) -> BaseChatModel | None:
-    """The chat model an `ENGRAM_MODEL`-style spec names (see the module docstring), or None.
-
-    Raises:
-        ValueError: The object path names something that is not a chat model.
-    """
-    if not spec:
-        return None
-    source, _, attribute = spec.rpartition(":")
-    if source.endswith(".py") or "." in source:
-        found = getattr(_load_module(source), attribute)
-        model = found if isinstance(found, BaseChatModel) else found()
-        if not isinstance(model, BaseChatModel):
-            raise ValueError(
-                f"{spec!r} is not a chat model (got {type(model).__name__}): point it "
-                "at a BaseChatModel instance or a factory returning one"
-            )
-        return model
-    return _init_chat_model(spec)
-
-
-def _init_chat_model(spec: str) -> BaseChatModel:
-    """`init_chat_model` when the `langchain` package is installed; else OpenAI (and
-    OpenAI-compatible servers through `OPENAI_BASE_URL`) with the bundled langchain-openai."""
-    try:
-        from langchain.chat_models import init_chat_model
-    except ImportError:
-        provider, _, name = spec.rpartition(":")
-        if provider not in ("", "openai"):
-            raise ValueError(
-                f"{spec!r} needs LangChain's init_chat_model: pip install langchain "
-                f"langchain-{provider}, or use openai:<model> with OPENAI_BASE_URL for an "
-                "OpenAI-compatible server"
-            ) from None
-        from langchain_openai import ChatOpenAI
-
-        return ChatOpenAI(model=name)
-    return init_chat_model(spec)
-
-
-def _load_module(source: str):
-    if not source.endswith(".py"):
-        return importlib.import_module(source)
-    path = Path(source).resolve()
-    name = f"engram_studio_{path.stem}"
-    module_spec = importlib.util.spec_from_file_location(name, path)
-    if module_spec is None or module_spec.loader is None:
-        raise ValueError(f"cannot load {source}: no such Python file")
-    module = importlib.util.module_from_spec(module_spec)
-    sys.modules[name] = module
-    module_spec.loader.exec_module(module)
-    return module
 
 
 graph = build_graph(
