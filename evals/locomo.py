@@ -32,7 +32,7 @@ import chromadb
 from langchain_core.embeddings import Embeddings
 
 from engram.stores.fusion import DEFAULT_DEPTH, DEFAULT_LEXICAL_WEIGHT, FusionMethod, HybridRetriever
-from engram.stores.lexical import LexicalDocument, LexicalIndex
+from engram.stores.lexical import LexicalDocument, LexicalIndex, Tokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -115,11 +115,24 @@ class EngineSettings:
     """Previous turns of the same session indexed as the lexical context of a turn."""
     dense_context: bool = False
     """Also embed each turn with its context, and rank by the mean of both similarities."""
+    with_speakers: bool = True
+    """Start each turn's indexed text with its speaker's name, as a transcript does."""
     with_dates: bool = True
     """Start each turn's indexed text with its session's date."""
     with_captions: bool = True
     """Append a shared image's caption to the turn's text."""
+    stemming: bool = True
+    """Stem English words in the lexical channel."""
+    stopwords: bool = True
+    """Drop English stopwords in the lexical channel."""
     ks: tuple[int, ...] = field(default=DEFAULT_KS)
+
+    def tokenizer(self) -> Tokenizer:
+        """The lexical channel's tokenizer for these settings."""
+        return Tokenizer(
+            stopwords=None if self.stopwords else (),
+            language="english" if self.stemming else None,
+        )
 
 
 def parse_evidence_id(raw: str) -> str | None:
@@ -184,14 +197,16 @@ def load_locomo(path: str | Path, conversations: Iterable[str] | None = None) ->
     return [_conversation(parsed[sample_id], path) for sample_id in wanted]
 
 
-def render_turn(turn: Turn, *, with_date: bool = True, with_caption: bool = True) -> str:
+def render_turn(
+    turn: Turn, *, with_date: bool = True, with_caption: bool = True, with_speaker: bool = True
+) -> str:
     """A turn as engram indexes a message: "[date] Speaker: text [image: caption]".
 
     Example:
         >>> render_turn(Turn("D1:3", "Caroline", "I went to a support group.", 1, "8 May, 2023"))
         '[8 May, 2023] Caroline: I went to a support group.'
     """
-    text = f"{turn.speaker}: {turn.text}"
+    text = f"{turn.speaker}: {turn.text}" if with_speaker else turn.text
     if with_caption and turn.image_caption:
         text += f" [image: {turn.image_caption}]"
     return f"[{turn.date}] {text}" if with_date and turn.date else text
@@ -203,11 +218,21 @@ def turn_documents(conversation: Conversation, settings: EngineSettings) -> list
     documents = []
     for i, turn in enumerate(turns):
         previous = [
-            render_turn(earlier, with_date=False, with_caption=settings.with_captions)
+            render_turn(
+                earlier,
+                with_date=False,
+                with_caption=settings.with_captions,
+                with_speaker=settings.with_speakers,
+            )
             for earlier in turns[max(0, i - settings.context_turns) : i]
             if earlier.session == turn.session
         ]
-        text = render_turn(turn, with_date=settings.with_dates, with_caption=settings.with_captions)
+        text = render_turn(
+            turn,
+            with_date=settings.with_dates,
+            with_caption=settings.with_captions,
+            with_speaker=settings.with_speakers,
+        )
         documents.append(LexicalDocument(turn.id, text, "\n".join(previous)))
     return documents
 
@@ -320,7 +345,7 @@ async def rank_conversation(
     if settings.channels == "dense":
         return [[doc_id for doc_id, _ in candidates[:limit]] for candidates in dense]
     scope = conversation.sample_id
-    with LexicalIndex() as index:
+    with LexicalIndex(tokenizer=settings.tokenizer()) as index:
         await index.aupsert(scope, turn_documents(conversation, settings))
         retriever = HybridRetriever(
             index, method=settings.method, lexical_weight=settings.lexical_weight, depth=settings.depth
@@ -378,13 +403,20 @@ def _query_chroma(
                 metadatas=[{"turn": row[1]} for row in batch],
             )
         n_results = min(len(rows), depth * (2 if with_context is not None else 1))
-        result = collection.query(
-            query_embeddings=query_vectors, n_results=n_results, include=["metadatas", "distances"]
-        )
+        metadatas_per_query: list[Any] = []
+        distances_per_query: list[Any] = []
+        for start in range(0, len(query_vectors), 16):  # Chroma caps the SQL variables per query
+            result = collection.query(
+                query_embeddings=query_vectors[start : start + 16],
+                n_results=n_results,
+                include=["metadatas", "distances"],
+            )
+            metadatas_per_query += result["metadatas"]
+            distances_per_query += result["distances"]
     finally:
         client.delete_collection(name)
     out = []
-    for metadatas, distances in zip(result["metadatas"], result["distances"], strict=True):
+    for metadatas, distances in zip(metadatas_per_query, distances_per_query, strict=True):
         sims: dict[str, list[float]] = {}
         for metadata, distance in zip(metadatas, distances, strict=True):
             sims.setdefault(str(metadata["turn"]), []).append(1.0 - distance)
