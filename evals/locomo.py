@@ -8,7 +8,7 @@ evidence to find), with LoCoMo's own category names: 4 single-hop, 1 multi-hop, 
 
 `engine` mode indexes each conversation's turns the way engram indexes archived messages and ranks
 them for every question with `HybridRetriever`: the lexical channel is the `LexicalIndex` (each turn
-with the previous turn of its session as context), the dense channel a Chroma collection of the
+with the two previous turns of its session as context), the dense channel a Chroma collection of the
 turns' embeddings. Metrics, for k in 1, 5, 10, 25:
 
 - any@k: share of questions with at least one evidence turn in the top k;
@@ -111,7 +111,7 @@ class EngineSettings:
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
     depth: int = DEFAULT_DEPTH
     """Candidates per channel."""
-    context_turns: int = 1
+    context_turns: int = 2
     """Previous turns of the same session indexed as the lexical context of a turn."""
     dense_context: bool = False
     """Also embed each turn with its context, and rank by the mean of both similarities."""
