@@ -135,7 +135,7 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
         failures: list[dict[str, str]] = []
         if not ctx.incognito and runtime.store is not None:
             try:
-                memories, episodes = await _recall(runtime.store, ctx, recall_query(messages, cut))
+                memories, episodes = await recall(runtime.store, ctx, recall_query(messages, cut))
             except TimeoutError:
                 failures.append(
                     record_failure(
@@ -340,10 +340,14 @@ def recall_query(messages: Sequence[BaseMessage], cut: int) -> str:
     return "\n".join(t for t in texts if t)
 
 
-async def _recall(
+async def recall(
     store: BaseStore, ctx: Context, query: str
 ) -> tuple[list[ScoredMemory], list[SearchItem]]:
-    """Memories, then episodes at least `ctx.episode_min_similarity` similar; one timeout."""
+    """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
+    `ctx.recall_episodes` archived exchanges at least `ctx.episode_min_similarity` similar.
+
+    One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`.
+    """
     memories: list[ScoredMemory] = []
     episodes: list[SearchItem] = []
     async with asyncio.timeout(ctx.recall_timeout_ms / 1000):
