@@ -103,6 +103,10 @@ class EngramState(TypedDict):
     """Ids of messages already extracted from, so a re-run creates nothing twice."""
     consolidation: NotRequired[ConsolidationInfo]
     """The record of the last extraction (`consolidate`)."""
+    registered_user: NotRequired[str]
+    """The user this thread is recorded for in the store's thread registry (`("threads",
+    user_id)`), so that deleting the user deletes this thread too; `consolidate` registers the
+    thread again when a run's user differs."""
     failures: NotRequired[Annotated[list[dict[str, str]], operator.add]]
     """What went wrong this turn and was worked around: `{"stage", "error"}` per failure
     (recall timeout, summarizer or extractor error, store error). Nodes append; `start` resets

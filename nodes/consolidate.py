@@ -20,6 +20,10 @@ Failures never lose a memory: when extraction or the store fails, the failure is
 the same messages writes nothing new (`consolidated_message_ids`, and the write policy is
 idempotent). Incognito runs extract and write nothing, and their messages are never extracted
 later. A graph compiled without a store extracts nothing (and keeps no evicted messages).
+
+Each thread is also recorded once in the user's thread registry (`("threads", user_id)`,
+`engram.stores.user_data`), incognito runs included, so that deleting a user (`engram memory
+delete --all`) finds the thread's checkpoints.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import from_pending, split_exchanges, to_pending
 from engram.stores.memories import LongTermMemory, WriteResult
+from engram.stores.user_data import register_thread_op
 
 if TYPE_CHECKING:
     from engram.graph.context import Context
@@ -97,6 +102,12 @@ def make_consolidate(
     extract = extractor if extractor is not None else make_extractor(memory_model)
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        update = await _extract_and_write(state, runtime)
+        if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
+            update.update(await _register_thread(runtime))
+        return update
+
+    async def _extract_and_write(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
         done = list(state.get("consolidated_message_ids", ()))
         if ctx.incognito:
@@ -166,6 +177,25 @@ def make_consolidate(
         }
 
     return consolidate
+
+
+async def _register_thread(runtime: Runtime[Context]) -> dict[str, Any]:
+    """Record this thread in the user's thread registry, once (`registered_user` marks it done),
+    so that deleting the user also finds this thread's checkpoints. A failed write is retried
+    on the next turn."""
+    thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+    if thread_id is None or runtime.store is None:
+        return {}
+    user_id = runtime.context.user_id
+    try:
+        await runtime.store.abatch(
+            [register_thread_op(user_id, thread_id, datetime.now(timezone.utc).isoformat())]
+        )
+    except RECOVERABLE_ERRORS as exc:
+        logger.warning("could not register thread %s of user %s, retrying next turn: %s",
+                       thread_id, user_id, exc)
+        return {}
+    return {"registered_user": user_id}
 
 
 def windows(
