@@ -48,12 +48,13 @@ class Context:
     """How many long-term memories are recalled per turn at most."""
 
     recall_episodes: int = 2
-    """How many archived exchanges (messages compaction evicted, from any thread of this user)
+    """How many archived messages (messages compaction evicted, from any thread of this user)
     are recalled per turn at most, next to the memories, so details a summary dropped come back
-    when asked about; 0 disables."""
+    when asked about; 0 disables. They are found like memories (words and meaning, fused)."""
 
     episode_min_similarity: float = 0.4
-    """An archived exchange is recalled only when at least this similar to the recall query.
+    """An archived message is recalled only when its embedding is at least this similar to the
+    recall query's.
     The scale depends on the embedder: 0.4 suits all-MiniLM-L6-v2 (unrelated texts score
     below 0.25, a question about a stored detail above 0.6)."""
 

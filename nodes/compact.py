@@ -10,8 +10,9 @@ edge never fires on the turn right after one (goose #4635). Above the hard cap
 would separate an AI message with tool calls from its results) and, for everything before them:
 
 1. folds them into the running summary (the LLM or the offline summarizer);
-2. archives them as episodes under `("episodes", user_id)` — one per exchange, with the thread
-   id and message ids — so details the summary dropped stay recallable;
+2. archives them as episodes under `("episodes", user_id)` — one per message, with the thread
+   id, the message id and the two messages before it as lexical context — so details the
+   summary dropped stay recallable;
 3. removes them from `messages` (`RemoveMessage`) and queues them in `pending_extraction` for
    `consolidate` ("extract before evict");
 4. emits `{"event": "context.compacted", "evicted", "kept", "episodes", "summary_tokens",
@@ -42,7 +43,9 @@ from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import PENDING_MESSAGES_NOTE
 from engram.nodes.summarize import Summarizer, make_summarizer
 from engram.nodes.tokens import TokenCounter, counter_for_model
-from engram.nodes.transcript import render_transcript, role_of, split_exchanges, to_pending
+from engram.nodes.transcript import render_message, role_of, to_pending
+from engram.stores.memories import LongTermMemory
+from engram.stores.secrets import redact
 
 if TYPE_CHECKING:
     from engram.graph.context import Context
@@ -50,18 +53,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-EPISODE_NAMESPACE = "episodes"
-"""Root of the episode archive `("episodes", user_id)`."""
+EPISODE_CONTEXT_MESSAGES = 2
+"""Messages before an archived one that are indexed as its lexical context (on LoCoMo, two
+previous turns find the evidence better than one or none: `engram.evals.retrieval_bench`)."""
 
 COMPACTED_EVENT = "context.compacted"
 
 CompactNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 Route = Literal["tools", "compact", "consolidate"]
-
-
-def episode_namespace(user_id: str) -> tuple[str, str]:
-    """Where a user's archived exchanges live."""
-    return (EPISODE_NAMESPACE, user_id)
 
 
 def make_route_after_respond(
@@ -204,27 +203,47 @@ def make_compact(
 
 
 def episode_ops(
-    evicted: Sequence[BaseMessage], *, user_id: str, thread_id: str | None
+    evicted: Sequence[BaseMessage],
+    *,
+    user_id: str,
+    thread_id: str | None,
+    context_messages: int = EPISODE_CONTEXT_MESSAGES,
 ) -> list[PutOp]:
-    """One episode per exchange (a user message and what followed), indexed on `content`.
+    """One episode per distinct message, indexed on `content` ("[date] speaker: text"), with the
+    `context_messages` messages before it as `context` (found by the lexical channel only).
 
-    Keys derive from the thread and the exchange's first message id, so archiving the same
-    messages twice overwrites instead of duplicating.
+    Secrets are redacted, as in memories. Messages that read the same ("ok", "thanks") share
+    one episode listing all their ids, which also keeps langgraph's InMemoryStore working: it
+    fails on a batch that indexes the same text twice (langchain-ai/langgraph#8822). Keys derive
+    from the thread and the first message id, so archiving the same messages twice overwrites
+    instead of duplicating.
     """
-    now = datetime.now(UTC).isoformat()
-    ops = []
-    for exchange in split_exchanges(evicted):
-        ids = [m.id for m in exchange]
-        value = {
-            "content": render_transcript(exchange),
+    now = datetime.now(UTC)
+    namespace = LongTermMemory.episode_namespace(user_id)
+    episodes: dict[str, dict[str, Any]] = {}
+    for position, message in enumerate(evicted):
+        content = redact(render_message(message, default_time=now)).text
+        if content in episodes:
+            episodes[content]["message_ids"].append(message.id)
+            continue
+        before = evicted[max(0, position - context_messages) : position]
+        episodes[content] = {
+            "content": content,
+            "context": redact("\n".join(render_message(m, with_time=False) for m in before)).text,
             "thread_id": thread_id,
-            "message_ids": ids,
-            "roles": [role_of(m) for m in exchange],
-            "created_at": now,
+            "message_ids": [message.id],
+            "role": role_of(message),
+            "created_at": now.isoformat(),
         }
-        key = str(uuid5(NAMESPACE_URL, f"engram/episode/{thread_id}/{ids[0]}"))
-        ops.append(PutOp(episode_namespace(user_id), key, value, index=["content"]))
-    return ops
+    return [
+        PutOp(
+            namespace,
+            str(uuid5(NAMESPACE_URL, f"engram/episode/{thread_id}/{value['message_ids'][0]}")),
+            value,
+            index=["content"],
+        )
+        for value in episodes.values()
+    ]
 
 
 def _lossy_summary(previous: str, count: int, max_tokens: int, counter: TokenCounter) -> str:

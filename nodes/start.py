@@ -30,7 +30,6 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
-from engram.nodes.compact import episode_namespace
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import (
     EPISODE_HEADING,
@@ -300,12 +299,22 @@ def render_memory_block(
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
         grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
     for episode in episodes:
-        text = _one_line(str(episode.value.get("content", "")))
+        text = _one_line(episode_text(episode.value))
         cut = text if len(text) <= EPISODE_CHARS else text[: EPISODE_CHARS - 1] + "…"
         grouped.setdefault(EPISODE_HEADING, []).append(f"- {cut}")
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
     sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
     return template.format(sections="\n\n".join(sections))
+
+
+def episode_text(value: dict[str, Any]) -> str:
+    """How a recalled archived message reads in the memory block: a reply comes after the
+    message it answered (the last line of its context)."""
+    content = str(value.get("content", ""))
+    context = str(value.get("context") or "")
+    if value.get("role") in ("assistant", "tool") and context:
+        return f"{context.splitlines()[-1]} → {content}"
+    return content
 
 
 def _one_line(text: str) -> str:
@@ -350,14 +359,14 @@ async def recall(
     """
     memories: list[ScoredMemory] = []
     episodes: list[SearchItem] = []
+    ltm = LongTermMemory(store)
     async with asyncio.timeout(ctx.recall_timeout_ms / 1000):
         if ctx.recall_k > 0:
-            memories = await LongTermMemory(store).asearch(ctx.user_id, query, k=ctx.recall_k)
+            memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k)
         if ctx.recall_episodes > 0:
-            found = await store.asearch(
-                episode_namespace(ctx.user_id), query=query, limit=ctx.recall_episodes
+            episodes = await ltm.asearch_episodes(
+                ctx.user_id, query, k=ctx.recall_episodes, min_similarity=ctx.episode_min_similarity
             )
-            episodes = [e for e in found if (e.score or 0.0) >= ctx.episode_min_similarity]
     return memories, episodes
 
 

@@ -2,12 +2,17 @@
 
 `state["pending_extraction"]` holds evicted messages as LangChain message dicts
 (`message_to_dict`), so the checkpoint and Studio show them as plain JSON; `from_pending` turns
-them back into messages. `render_transcript` is the text the summarizer and extractor read.
+them back into messages. `render_transcript` is the text the summarizer and extractor read;
+`render_message` is how an archived message (an episode) reads.
+
+A message's time is `message.additional_kwargs["timestamp"]` (ISO 8601) when the app sets it
+(the evals set each session's date there); chat model integrations do not send that field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import (
@@ -21,6 +26,9 @@ from langchain_core.messages import (
 )
 
 from engram.nodes.tokens import message_text
+
+TIMESTAMP_KEY = "timestamp"
+"""The `additional_kwargs` field holding when a message was said (ISO 8601)."""
 
 
 def to_pending(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:
@@ -55,6 +63,39 @@ def render_transcript(messages: Iterable[BaseMessage]) -> str:
             role = f"tool {message.name}"
         lines.append(f"{role}: {message_text(message)}")
     return "\n".join(lines)
+
+
+def render_message(
+    message: BaseMessage, *, with_time: bool = True, default_time: datetime | None = None
+) -> str:
+    """"[8 May 2023] speaker: text": the speaker is the message's `name`, else its role.
+
+    The time is the message's own (`TIMESTAMP_KEY`), else `default_time`, else left out.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> render_message(HumanMessage("hi", name="Caroline",
+        ...                             additional_kwargs={"timestamp": "2023-05-08T13:56:00"}))
+        '[8 May 2023] Caroline: hi'
+    """
+    speaker = message.name or role_of(message)
+    if isinstance(message, ToolMessage) and message.name:
+        speaker = f"tool {message.name}"
+    line = f"{speaker}: {message_text(message)}"
+    when = message_time(message) or default_time
+    return f"[{when.day} {when:%B %Y}] {line}" if with_time and when else line
+
+
+def message_time(message: BaseMessage) -> datetime | None:
+    """When the message was said, if the app recorded it (`TIMESTAMP_KEY`); None otherwise or
+    when the value is not an ISO 8601 time."""
+    raw = message.additional_kwargs.get(TIMESTAMP_KEY)
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw)
+    except ValueError:
+        return None
 
 
 def split_exchanges(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:

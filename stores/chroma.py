@@ -45,6 +45,9 @@ from langgraph.store.base import (
 
 from engram.stores import chroma_metadata as md
 from engram.stores import chroma_plan
+from engram.stores.chroma_lexical import LexicalMirror, lexical_index_for
+from engram.stores.hybrid import HybridHit, HybridSearchOp
+from engram.stores.lexical import LexicalDocument, LexicalIndex
 from engram.stores.paths import default_chroma_path
 
 logger = logging.getLogger(__name__)
@@ -65,6 +68,10 @@ class ChromaStore(BaseStore):
         collection: Name of the Chroma collection (3-512 chars of `[a-zA-Z0-9._-]`).
         index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`) enabling semantic search.
         ttl: LangGraph's `TTLConfig`; with `sweep_interval_minutes` a background sweeper starts.
+        lexical: The BM25 index that makes `HybridSearchOp` work (`engram.stores.hybrid`).
+            None (default, with an `index`): `lexical.sqlite3` beside a `PersistentClient`'s
+            files, a file per server under `$ENGRAM_DATA_DIR/lexical/` for a Chroma server,
+            in memory for an in-memory client. False: no lexical channel.
 
     Example:
         >>> import chromadb
@@ -91,6 +98,7 @@ class ChromaStore(BaseStore):
         collection: str = DEFAULT_COLLECTION,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        lexical: LexicalIndex | bool | None = None,
     ) -> None:
         if client is None:
             folder = Path(path) if path is not None else default_chroma_path()
@@ -106,6 +114,17 @@ class ChromaStore(BaseStore):
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = chroma_plan.index_fields(index.get("fields")) if index else None
         self._max_batch = client.get_max_batch_size()
+        self.lexical: LexicalMirror | None = None
+        self._owns_lexical = False
+        if index and lexical is not False:
+            if isinstance(lexical, LexicalIndex):
+                lexical_index, refresh = lexical, None
+            else:
+                lexical_index, refresh = lexical_index_for(client, collection)
+                self._owns_lexical = True
+            self.lexical = LexicalMirror(
+                lexical_index, collection, list(index.get("fields") or ["$"]), refresh_seconds=refresh
+            )
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
@@ -120,6 +139,7 @@ class ChromaStore(BaseStore):
         collection: str = DEFAULT_COLLECTION,
         index: IndexConfig | None = None,
         ttl: TTLConfig | None = None,
+        lexical: LexicalIndex | bool | None = None,
         tenant: str = DEFAULT_TENANT,
         database: str = DEFAULT_DATABASE,
         headers: dict[str, str] | None = None,
@@ -149,7 +169,12 @@ class ChromaStore(BaseStore):
                 f"cannot reach a Chroma server at {parsed.hostname}:{port} ({exc}); "
                 f"start one with `chroma run --host {parsed.hostname} --port {port}` or fix the URL"
             ) from exc
-        return cls(client, collection=collection, index=index, ttl=ttl)
+        return cls(client, collection=collection, index=index, ttl=ttl, lexical=lexical)
+
+    @property
+    def supports_hybrid(self) -> bool:
+        """Whether `batch` answers `HybridSearchOp` (an index and a lexical channel exist)."""
+        return self.lexical is not None and self.embeddings is not None
 
     # -- BaseStore -----------------------------------------------------------------------------
 
@@ -215,8 +240,11 @@ class ChromaStore(BaseStore):
         return stopped
 
     def close(self) -> None:
-        """Stop background work. The Chroma client itself needs no closing."""
+        """Stop background work and close the lexical index this store opened. The Chroma
+        client itself needs no closing."""
         self.stop_ttl_sweeper()
+        if self.lexical is not None and self._owns_lexical:
+            self.lexical.index.close()
 
     # -- execution (the only code that talks to Chroma) ----------------------------------------
 
@@ -244,6 +272,8 @@ class ChromaStore(BaseStore):
             if op.refresh_ttl:
                 for item, meta in hits:
                     _note_refresh(refresh, md.item_id(item.namespace, item.key), meta, now)
+        for i, op in batch.hybrids:
+            results[i] = self._hybrid_search(op, query_vectors.get(op.query), now)
         for i, op in batch.list_ops:
             results[i] = self._list_namespaces(op, now)
         if refresh:
@@ -260,7 +290,7 @@ class ChromaStore(BaseStore):
         for chunk in self._chunks(list(dict.fromkeys(ids))):
             got = self._items.get(ids=chunk, include=["documents", "metadatas"])
             for item_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-                if not _expired(meta, now):
+                if not md.expired(meta, now):
                     found[item_id] = (_item(doc, meta), meta)
         return found
 
@@ -274,7 +304,7 @@ class ChromaStore(BaseStore):
         rows = [
             (i, m)
             for i, m in zip(got["ids"], got["metadatas"])
-            if md.ITEM_ID not in m and not _expired(m, now)
+            if md.ITEM_ID not in m and not md.expired(m, now)
         ]
         rows.sort(key=lambda row: (row[1][md.UPDATED_AT], row[0]), reverse=True)
         return self._page([item_id for item_id, _ in rows], {}, op, now)
@@ -298,6 +328,64 @@ class ChromaStore(BaseStore):
             if len(res["ids"][0]) < n or len(hits) >= op.limit:
                 return hits
             n *= 4
+
+    def _hybrid_search(
+        self, op: HybridSearchOp, query_vector: list[float] | None, now: float
+    ) -> list[HybridHit]:
+        if self.lexical is None or query_vector is None:
+            raise NotImplementedError(
+                "this ChromaStore has no hybrid search: give it an index config (and do not pass "
+                "lexical=False)"
+            )
+        self.lexical.ensure_fresh(op.namespace, self._items, now)
+        where = md.combine(md.namespace_clauses(op.namespace) + md.filter_clauses(op.filter))
+        res = self._items.query(
+            query_embeddings=[query_vector], n_results=op.depth, where=where, include=["distances"]
+        )
+        similarity: dict[str, float] = {}
+        for record_id, distance in zip(res["ids"][0], res["distances"][0]):
+            item_id = _owner(record_id)
+            similarity[item_id] = max(1.0 - float(distance), similarity.get(item_id, -2.0))
+        lexical = dict(self.lexical.search(op.namespace, op.query, op.depth))
+        found = self._fetch_items([*similarity, *lexical], now)
+        if any(i not in found for i in lexical):
+            self.lexical.forget_ghost(op.namespace)
+        unscored = [i for i in lexical if i in found and i not in similarity]
+        similarity.update(self._similarities(unscored, query_vector, found))
+        return [
+            HybridHit(_search_item(item, similarity.get(item_id, 0.0)), lexical.get(item_id))
+            for item_id, (item, meta) in found.items()
+            if meta.get(md.INDEXED) and md.matches_filter(item.value, op.filter)
+        ]
+
+    def _similarities(
+        self,
+        item_ids: list[str],
+        query_vector: list[float],
+        found: dict[str, tuple[Item, dict[str, Any]]],
+    ) -> dict[str, float]:
+        """Cosine similarity of the query to each item's best vector, read back from Chroma."""
+        records = [
+            record
+            for item_id in item_ids
+            for record in [
+                item_id,
+                *(_extra_id(item_id, n) for n in range(1, int(found[item_id][1].get(md.EXTRA_VECTORS, 0)) + 1)),
+            ]
+        ]
+        if not records:
+            return {}
+        query = np.asarray(query_vector, dtype=np.float64)
+        query /= np.linalg.norm(query) or 1.0
+        best: dict[str, float] = {}
+        for chunk in self._chunks(records):
+            got = self._items.get(ids=chunk, include=["embeddings"])
+            for record_id, vector in zip(got["ids"], got["embeddings"]):
+                v = np.asarray(vector, dtype=np.float64)
+                cosine = float(v @ query / (np.linalg.norm(v) or 1.0))
+                owner = _owner(record_id)
+                best[owner] = max(cosine, best.get(owner, -2.0))
+        return best
 
     def _page(
         self, ranked_ids: list[str], scores: dict[str, float], op: SearchOp, now: float
@@ -333,7 +421,7 @@ class ChromaStore(BaseStore):
         namespaces = {
             md.namespace_from_metadata(meta)
             for meta in got["metadatas"]
-            if md.ITEM_ID not in meta and not _expired(meta, now)
+            if md.ITEM_ID not in meta and not md.expired(meta, now)
         }
         conditions = op.match_conditions or ()
         matching = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
@@ -372,7 +460,11 @@ class ChromaStore(BaseStore):
             got = self._items.get(ids=chunk, include=["metadatas"])
             previous.update(zip(got["ids"], got["metadatas"]))
         writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
-        metadatas = [_item_metadata(op, previous.get(i), len(vectors.get(i, ())), now) for op, i in writes]
+        documents = self._lexical_documents(batch, writes)
+        metadatas = [
+            _item_metadata(op, previous.get(i), len(vectors.get(i, ())), documents.get(i), now)
+            for op, i in writes
+        ]
         records = [
             (i, json.dumps(op.value, ensure_ascii=False), meta, (vectors.get(i) or [self._placeholder(i)])[0])
             for (op, i), meta in zip(writes, metadatas)
@@ -397,6 +489,30 @@ class ChromaStore(BaseStore):
         deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
         for chunk in self._chunks(deleted + stale):
             self._items.delete(ids=chunk)
+        if self.lexical is not None:
+            changed = [
+                (op.namespace, documents[i])
+                for op, i in writes
+                if i in documents and previous.get(i, {}).get(md.LEXICAL) != documents[i].digest
+            ]
+            gone = [
+                (op.namespace, i)
+                for op, i in zip(ops, ids)
+                if i not in documents and previous.get(i, {}).get(md.LEXICAL)
+            ]
+            self.lexical.apply(changed, gone)
+
+    def _lexical_documents(
+        self, batch: chroma_plan.Plan, writes: list[tuple[PutOp, str]]
+    ) -> dict[str, LexicalDocument]:
+        """The lexical document of each written item that has texts to index."""
+        if self.lexical is None:
+            return {}
+        return {
+            i: self.lexical.document(i, op.value, batch.texts[i])
+            for op, i in writes
+            if i in batch.texts
+        }
 
     def _delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
         """Delete items, then their extra vectors (an orphan vector is never returned)."""
@@ -407,6 +523,15 @@ class ChromaStore(BaseStore):
         ]
         for chunk in self._chunks(list(metadata_by_id) + extra):
             self._items.delete(ids=chunk)
+        if self.lexical is not None:
+            self.lexical.apply(
+                [],
+                [
+                    (md.namespace_from_metadata(meta), i)
+                    for i, meta in metadata_by_id.items()
+                    if meta.get(md.LEXICAL)
+                ],
+            )
 
     def _upsert(self, collection: Collection, **columns: Any) -> None:
         try:
@@ -456,7 +581,11 @@ def make_store() -> ChromaStore:
 
 
 def _item_metadata(
-    op: PutOp, previous: dict[str, Any] | None, vector_count: int, now: float
+    op: PutOp,
+    previous: dict[str, Any] | None,
+    vector_count: int,
+    lexical: LexicalDocument | None,
+    now: float,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {
         **md.namespace_metadata(op.namespace),
@@ -467,6 +596,10 @@ def _item_metadata(
         md.EXTRA_VECTORS: max(vector_count - 1, 0),
         **md.value_metadata(op.value or {}),
     }
+    if lexical is not None:
+        meta[md.LEXICAL] = lexical.digest
+        if isinstance(op.index, list):
+            meta[md.INDEX_PATHS] = json.dumps(op.index)
     if op.ttl is not None:
         meta[md.TTL_MINUTES] = float(op.ttl)
         meta[md.EXPIRES_AT] = now + float(op.ttl) * 60
@@ -499,11 +632,6 @@ def _check_collection_name(name: str) -> None:
             f"invalid collection name {name!r}: use 3-512 characters of [a-zA-Z0-9._-], "
             "starting and ending with a letter or digit"
         )
-
-
-def _expired(meta: dict[str, Any], now: float) -> bool:
-    expires = meta.get(md.EXPIRES_AT)
-    return expires is not None and expires <= now
 
 
 def _note_refresh(refresh: dict[str, float], item_id: str, meta: dict[str, Any], now: float) -> None:

@@ -22,6 +22,10 @@ TTL_MINUTES = "ttl_minutes"
 ITEM_ID = "item"
 INDEXED = "indexed"
 EXTRA_VECTORS = "extra_vectors"
+LEXICAL = "lexical"
+"""Digest of the item's lexical document (absent when it has none)."""
+INDEX_PATHS = "index_paths"
+"""The put's own index fields as JSON, when they differ from the store's."""
 VALUE_PREFIX = "v:"
 LONG_PREFIX = "v~"
 MAX_METADATA_STRING = 128
@@ -69,6 +73,17 @@ def value_metadata(value: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(v, (str, bool, int, float)) and not _is_huge_int(v):
             meta[VALUE_PREFIX + field] = v
     return meta
+
+
+def expired(meta: dict[str, Any], now: float) -> bool:
+    """Whether the item whose metadata this is has outlived its TTL at `now` (epoch seconds)."""
+    expires = meta.get(EXPIRES_AT)
+    return expires is not None and expires <= now
+
+
+def namespace_clauses(namespace: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Where clauses matching exactly `namespace` (not its children)."""
+    return [*prefix_clauses(namespace), {NS_DEPTH: len(namespace)}]
 
 
 def prefix_clauses(prefix: tuple[str, ...]) -> list[dict[str, Any]]:

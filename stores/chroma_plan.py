@@ -8,6 +8,7 @@ from typing import Any
 
 from langgraph.store.base import (
     GetOp,
+    InvalidNamespaceError,
     ListNamespacesOp,
     Op,
     PutOp,
@@ -18,6 +19,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores import chroma_metadata as md
+from engram.stores.hybrid import HybridSearchOp
 
 Fields = list[tuple[str, Any]]
 
@@ -29,6 +31,7 @@ class Plan:
     size: int
     gets: list[tuple[int, GetOp]] = field(default_factory=list)
     searches: list[tuple[int, SearchOp]] = field(default_factory=list)
+    hybrids: list[tuple[int, HybridSearchOp]] = field(default_factory=list)
     list_ops: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
     puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
     texts: dict[str, list[str]] = field(default_factory=dict)
@@ -57,6 +60,10 @@ def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:
             result.searches.append((i, op))
             if op.query:
                 result.queries.add(op.query)
+        elif isinstance(op, HybridSearchOp):
+            _check_hybrid(op)
+            result.hybrids.append((i, op))
+            result.queries.add(op.query)
         elif isinstance(op, ListNamespacesOp):
             result.list_ops.append((i, op))
         elif isinstance(op, PutOp):
@@ -77,3 +84,19 @@ def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:
             if texts:
                 result.texts[md.item_id(op.namespace, op.key)] = texts
     return result
+
+
+def _check_hybrid(op: HybridSearchOp) -> None:
+    if not op.namespace:
+        raise ValueError("a hybrid search needs a namespace: give at least one label")
+    for label in op.namespace:
+        if not isinstance(label, str) or not label or "." in label:
+            raise InvalidNamespaceError(
+                f"invalid namespace label {label!r} in {op.namespace}: labels are non-empty "
+                "strings without '.'"
+            )
+    if not isinstance(op.query, str) or not op.query.strip():
+        raise ValueError("a hybrid search needs a non-empty query; use SearchOp to list items")
+    if op.depth < 1:
+        raise ValueError(f"a hybrid search's depth must be >= 1, got {op.depth}")
+    md.validate_filter(op.filter)

@@ -1,7 +1,11 @@
 """`LongTermMemory`: a user's long-term memories in any LangGraph `BaseStore`, with their read/write policy.
 
-Recall ranks current, non-forgotten memories by DESIGN's combined score (0.6 similarity +
-0.25 importance + 0.15 recency, half-life 30 days) and updates their access statistics. Writes go
+Recall finds candidates through two channels when the store offers hybrid search (`ChromaStore`:
+BM25 over its lexical index, and embeddings), fuses them (relative score fusion), ranks current,
+non-forgotten memories by DESIGN's combined score (0.6 relevance + 0.25 importance + 0.15
+recency, half-life 30 days, counted from the last update or recall) and updates their access
+statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
+a store without hybrid search, relevance is the embedding similarity alone. Writes go
 through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
 similarity, add), are idempotent, and record provenance (source thread and message ids).
 
@@ -15,13 +19,16 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchItem
 
+from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
+from engram.stores.hybrid import supports_hybrid
 from engram.stores.memory_policy import (
     PolicySettings,
     RecallSettings,
     Steps,
     delete_steps,
+    episode_search_steps,
     get_steps,
     list_steps,
     search_steps,
@@ -48,6 +55,8 @@ MEMORY_NAMESPACE = "memories"
 """Root of the memory namespace `("memories", user_id)`."""
 HASH_NAMESPACE = "memory_hashes"
 """Root of the exact-duplicate registry `("memory_hashes", user_id)`."""
+EPISODE_NAMESPACE = "episodes"
+"""Root of the archive of compacted messages `("episodes", user_id)`."""
 
 
 class LongTermMemory:
@@ -63,7 +72,11 @@ class LongTermMemory:
             floor depends on the embedder (seed 000's 0.6 is for OpenAI embeddings); 0 keeps all.
         weights: Weights of the combined recall score.
         half_life_days: Half-life of the recency term.
-        pool_factor: Candidates fetched per requested result before re-ranking (seed 002: 3).
+        pool_factor: Candidates fetched per requested result before re-ranking (seed 002: 3),
+            on a store without hybrid search.
+        fusion: How the lexical and dense channels are fused (`engram.stores.fusion`).
+        lexical_weight: The lexical channel's share of the fused relevance.
+        depth: Candidates taken from each channel of a hybrid search.
         clock: Returns the current time (timezone-aware); tests pass a fixed one.
 
     Example:
@@ -86,6 +99,9 @@ class LongTermMemory:
         weights: ScoreWeights = ScoreWeights(),
         half_life_days: float = 30.0,
         pool_factor: int = 3,
+        fusion: FusionMethod = "relative",
+        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
+        depth: int = 50,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.store = store
@@ -97,6 +113,10 @@ class LongTermMemory:
             half_life_days=half_life_days,
             min_similarity=min_similarity,
             pool_factor=pool_factor,
+            hybrid=supports_hybrid(store),
+            fusion=fusion,
+            lexical_weight=lexical_weight,
+            depth=depth,
         )
         self.clock = clock
 
@@ -104,6 +124,11 @@ class LongTermMemory:
     def namespace(user_id: str) -> tuple[str, str]:
         """Where a user's memories live: `("memories", user_id)`."""
         return (MEMORY_NAMESPACE, _checked_user(user_id))
+
+    @staticmethod
+    def episode_namespace(user_id: str) -> tuple[str, str]:
+        """Where a user's archived messages live: `("episodes", user_id)`."""
+        return (EPISODE_NAMESPACE, _checked_user(user_id))
 
     @staticmethod
     def hash_namespace(user_id: str) -> tuple[str, str]:
@@ -151,6 +176,19 @@ class LongTermMemory:
         """Sync `asearch`."""
         return self._run(self._search(user_id, query, k, categories, include_superseded,
                                       include_forgotten, touch))
+
+    async def asearch_episodes(
+        self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
+    ) -> list[SearchItem]:
+        """Recall archived messages: the `k` best matches of `query` that are at least
+        `min_similarity` similar to it, best first; their `score` is the fused relevance."""
+        return await self._arun(self._search_episodes(user_id, query, k, min_similarity))
+
+    def search_episodes(
+        self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
+    ) -> list[SearchItem]:
+        """Sync `asearch_episodes`."""
+        return self._run(self._search_episodes(user_id, query, k, min_similarity))
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -268,6 +306,14 @@ class LongTermMemory:
             touch=touch, now=self.clock(), settings=self.recall,
         )
 
+    def _search_episodes(
+        self, user_id: str, query: str, k: int, min_similarity: float
+    ) -> Steps[list[SearchItem]]:
+        return episode_search_steps(
+            self.episode_namespace(user_id), query, k, min_similarity=min_similarity,
+            settings=self.recall,
+        )
+
     def _upsert(
         self,
         user_id: str,
@@ -319,6 +365,7 @@ def _checked_user(user_id: str) -> str:
 __all__ = [
     "CATEGORIES",
     "DEFAULT_IMPORTANCE",
+    "EPISODE_NAMESPACE",
     "HASH_NAMESPACE",
     "MEMORY_NAMESPACE",
     "Category",

@@ -13,12 +13,14 @@ key works the same on every store, while filtering on a list field does not.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
 from langgraph.store.base import GetOp, Op, PutOp, Result, SearchItem, SearchOp
 
+from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod, fuse
+from engram.stores.hybrid import HybridHit, HybridSearchOp
 from engram.stores.memory_types import (
     Memory,
     MemoryCandidate,
@@ -61,7 +63,14 @@ class RecallSettings:
     half_life_days: float = 30.0
     min_similarity: float = 0.0
     pool_factor: int = 3
-    """Candidates fetched from the store per result before re-ranking (seed 002: 3 × k)."""
+    """Candidates fetched from the store per result before re-ranking (seed 002: 3 × k), on a
+    store without hybrid search."""
+    hybrid: bool = False
+    """The store answers `HybridSearchOp`: lexical and dense candidates are fused."""
+    fusion: FusionMethod = "relative"
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    depth: int = 50
+    """Candidates per channel of a hybrid search."""
 
 
 def status_filter(*, include_superseded: bool, include_forgotten: bool) -> dict[str, Any]:
@@ -86,43 +95,90 @@ def search_steps(
     now: datetime,
     settings: RecallSettings,
 ) -> Steps[list[ScoredMemory]]:
-    """Recall: dense candidates from the store, re-ranked by the combined score, then touched."""
+    """Recall: candidates matching the query (both channels fused when the store can), re-ranked
+    by the combined score, then touched."""
     if k <= 0:
         return []
     flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
-    pool = max(k * settings.pool_factor, k)
     filters = [{**flt, "category": c} for c in categories] if categories else [flt]
-    results = yield [SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters]
-    best: dict[str, SearchItem] = {}
-    for item in (i for found in results for i in found):
-        if item.key not in best or (item.score or 0.0) > (best[item.key].score or 0.0):
-            best[item.key] = item
+    matches = yield from _match_steps(namespace, query, filters, max(k * settings.pool_factor, k),
+                                      settings)
     scored = []
-    for item in best.values():
+    for item, similarity, relevance in matches:
         memory = Memory.from_item(item)
-        similarity = float(item.score or 0.0)
         if similarity < settings.min_similarity:
             continue
-        rec = recency(parse_time(memory.updated_at), now, settings.half_life_days)
-        score = combined_score(similarity, memory.importance, rec, settings.weights)
-        scored.append(ScoredMemory(memory=memory, score=score, similarity=similarity, recency=rec))
+        rec = recency(_last_used(memory), now, settings.half_life_days)
+        score = combined_score(relevance, memory.importance, rec, settings.weights)
+        scored.append(ScoredMemory(memory, score, similarity, rec, relevance))
     scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
     top = scored[:k]
     if touch and top:
         stamp = now.isoformat()
         top = [
-            ScoredMemory(
+            replace(
+                s,
                 memory=s.memory.model_copy(
                     update={"access_count": s.memory.access_count + 1, "last_accessed": stamp}
                 ),
-                score=s.score,
-                similarity=s.similarity,
-                recency=s.recency,
             )
             for s in top
         ]
         yield [_put(namespace, s.memory) for s in top]
     return top
+
+
+def episode_search_steps(
+    namespace: tuple[str, ...],
+    query: str,
+    k: int,
+    *,
+    min_similarity: float,
+    settings: RecallSettings,
+) -> Steps[list[SearchItem]]:
+    """Archived messages best matching `query` (both channels fused when the store can), each at
+    least `min_similarity` similar; their `score` is the fused relevance."""
+    if k <= 0 or not query.strip():
+        return []
+    matches = yield from _match_steps(namespace, query, [{}], k, settings)
+    kept = [(item, relevance) for item, similarity, relevance in matches
+            if similarity >= min_similarity]
+    return [
+        SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, relevance)
+        for item, relevance in kept[:k]
+    ]
+
+
+def _match_steps(
+    namespace: tuple[str, ...],
+    query: str,
+    filters: list[dict[str, Any]],
+    pool: int,
+    settings: RecallSettings,
+) -> Steps[list[tuple[SearchItem, float, float]]]:
+    """(item, similarity, relevance) of the items matching any of `filters`, best match first.
+
+    With a query and a hybrid store, relevance fuses the lexical and dense channels; otherwise
+    it is the similarity (the store's score; 0 without a query).
+    """
+    if query and settings.hybrid:
+        results = yield [HybridSearchOp(namespace, query, f or None, settings.depth) for f in filters]
+        hits: dict[str, HybridHit] = {h.item.key: h for found in results for h in found}
+        fused = fuse(
+            sorted(((key, h.lexical) for key, h in hits.items() if h.lexical is not None),
+                   key=lambda pair: -pair[1]),
+            sorted(((key, h.similarity) for key, h in hits.items()), key=lambda pair: -pair[1]),
+            method=settings.fusion,
+            lexical_weight=settings.lexical_weight,
+        )
+        return [(hits[key].item, hits[key].similarity, relevance) for key, relevance in fused]
+    results = yield [SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters]
+    best: dict[str, SearchItem] = {}
+    for item in (i for found in results for i in found):
+        if item.key not in best or (item.score or 0.0) > (best[item.key].score or 0.0):
+            best[item.key] = item
+    ranked = sorted(best.values(), key=lambda i: i.score or 0.0, reverse=True)
+    return [(item, float(item.score or 0.0), float(item.score or 0.0)) for item in ranked]
 
 
 def upsert_steps(
@@ -357,3 +413,10 @@ def _put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
 def _hash_put(hash_namespace: tuple[str, ...], digest: str, memory_id: str) -> PutOp:
     return PutOp(hash_namespace, digest, {"memory_id": memory_id}, index=False)
 
+
+def _last_used(memory: Memory) -> datetime:
+    """When the memory was last updated or recalled, whichever is later."""
+    updated = parse_time(memory.updated_at)
+    if memory.last_accessed is None:
+        return updated
+    return max(updated, parse_time(memory.last_accessed))

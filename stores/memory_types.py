@@ -150,11 +150,14 @@ class ScoredMemory:
 
     memory: Memory
     score: float
-    """The combined score: weights · (similarity, importance, recency)."""
+    """The combined score: weights · (relevance, importance, recency)."""
     similarity: float
     """Cosine similarity of the query to the memory (the store's score; 0 when it gave none)."""
     recency: float
-    """`0.5 ** (days since updated_at / half_life_days)`."""
+    """`0.5 ** (days since last updated or recalled / half_life_days)`."""
+    relevance: float | None = None
+    """How well the memory matches the query: the lexical and dense channels fused (in [0, 1]),
+    or `similarity` when the store has no lexical channel; None means `similarity`."""
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
-from engram.nodes.compact import episode_namespace
 from engram.nodes.prompts import SUMMARY_SYSTEM_PROMPT
 from engram.nodes.tokens import counter_for_model
 from engram.nodes.transcript import from_pending
+from engram.stores.memories import LongTermMemory
 from fakes import (
     FailingChatModel,
     FailingStore,
@@ -77,7 +77,7 @@ def test_sixty_turns_compact_at_the_threshold_never_twice_in_a_row_and_lose_noth
     written = {m.id for u in updates for m in u.get("respond", {}).get("messages", [])}
     written |= {m.id for u in updates for m in u.get("start", {}).get("messages", [])}
     live = {m.id for m in state["messages"]}
-    episodes = store.search(episode_namespace("sam"), limit=1000)
+    episodes = store.search(LongTermMemory.episode_namespace("sam"), limit=1000)
     archived = [i for item in episodes for i in item.value["message_ids"]]
     assert len(archived) == len(set(archived)) == state["evicted_message_count"]
     assert len(live) + len(archived) == 120
@@ -177,7 +177,7 @@ def test_a_failing_summarizer_evicts_nothing_and_retries_next_turn() -> None:
         "compact"
     ]["failures"]
     assert "summary" not in state
-    assert store.search(episode_namespace("f")) == []
+    assert store.search(LongTermMemory.episode_namespace("f")) == []
     assert "compact" in updates[4] and "compact" in updates[5]  # retried on the next trigger
 
 
@@ -190,7 +190,7 @@ def test_over_the_hard_cap_a_failing_summarizer_still_evicts_with_the_lossy_note
     assert "10 earlier messages could not be summarized" in state["summary"]
     assert state["summary_info"]["lossy"] is True
     assert len(state["messages"]) == 4
-    assert len(store.search(episode_namespace("cap"), limit=100)) == 5  # still archived
+    assert len(store.search(LongTermMemory.episode_namespace("cap"), limit=100)) == 10  # archived
 
 
 def test_a_failing_store_evicts_nothing_and_the_turn_still_answers() -> None:
@@ -220,9 +220,27 @@ def test_episodes_keep_details_recallable_by_meaning() -> None:
         "Okay.",
     ]
     _run_turns(graph, texts, Context(user_id="ep"))
-    hits = store.search(episode_namespace("ep"), query="bike lock code", limit=1)
-    assert "7391" in hits[0].value["content"]
-    assert hits[0].value["roles"] == ["user", "assistant"]
+    namespace = LongTermMemory.episode_namespace("ep")
+    hits = store.search(namespace, query="bike lock code", limit=1)
+    assert hits[0].value["content"].endswith("] user: My bike lock code is 7391.")
+    assert hits[0].value["role"] == "user" and hits[0].value["context"] == ""
+    reply = store.search(namespace, query="reply 0: noted.", limit=1)[0].value
+    assert reply["role"] == "assistant"
+    assert reply["context"] == "user: My bike lock code is 7391."  # the message it answered
+
+
+def test_episodes_redact_secrets_and_share_one_item_per_repeated_text() -> None:
+    store = InMemoryStore(index=INDEX)
+    model = RecordingChatModel(messages=itertools.repeat("ok"))
+    graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
+    texts = ["my key is sk-proj-Zx81kQ0vT3mNa9Lq2Wc7Yb4Hd6Fj", "ok", "ok", "ok", "ok"]
+    _run_turns(graph, texts, Context(user_id="dup"))  # turn 5 evicts six messages
+    episodes = store.search(LongTermMemory.episode_namespace("dup"), limit=100)
+    contents = [e.value["content"] for e in episodes]
+    assert not any("sk-proj" in c or "sk-proj" in e.value["context"] for c, e in zip(contents, episodes))
+    by_text = {c.split("] ", 1)[1]: e.value["message_ids"] for c, e in zip(contents, episodes)}
+    assert set(by_text) == {"user: my key is [REDACTED]", "user: ok", "assistant: ok"}
+    assert len(by_text["assistant: ok"]) == 3 and len(by_text["user: ok"]) == 2
 
 
 def test_incognito_compacts_but_archives_and_queues_nothing() -> None:
@@ -232,7 +250,7 @@ def test_incognito_compacts_but_archives_and_queues_nothing() -> None:
     )
     assert events[-1]["evicted"] == 6 and events[-1]["episodes"] == 0
     assert updates[-1]["compact"]["pending_extraction"] == []
-    assert store.search(episode_namespace("inc")) == []
+    assert store.search(LongTermMemory.episode_namespace("inc")) == []
 
 
 def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> None:
@@ -246,7 +264,7 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     system = model.calls[-1][0].content
     block = system[system.index("<user_memory>") : system.index("</user_memory>")]
     assert "## Earlier Conversations" in block
-    assert "user: My bike lock code is 7391. assistant: reply 0: noted." in block
+    assert "] user: My bike lock code is 7391.\n" in block
     assert len(state["built_context"]["episode_ids"]) == 1
 
     unrelated = Context(user_id="ep2", episode_min_similarity=0.99)

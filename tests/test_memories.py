@@ -18,7 +18,10 @@ import pytest
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from engram.stores import chroma_metadata as md
 from engram.stores.chroma import ChromaStore
+from engram.stores.fusion import relative_score_fusion
+from engram.stores.hybrid import supports_hybrid
 from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
 from engram.stores.memory_types import combined_score, content_hash, merge_content, recency
 from engram.stores.secrets import REDACTED, luhn_valid, redact
@@ -265,20 +268,35 @@ def test_combined_score_orders_hand_computed_cases(api, store):
         "less_similar_but_important_and_fresh": put_memory(store, "the team uses PostgreSQL 16 in production", 1.0, 0),
         "unrelated": put_memory(store, "I have two cats", 0.9, 1),
     }
+    relevance = {m.id: cosine(query, m.content) for m in cases.values()}
+    if supports_hybrid(store):  # the BM25 channel fused in: min-max each channel, mean of both
+        lexical = store.lexical.search(("memories", USER), query, 50)
+        keys = {md.item_id(("memories", USER), m.id): m.id for m in cases.values()}
+        dense = sorted(relevance.items(), key=lambda pair: -pair[1])
+        relevance = dict(relative_score_fusion([(keys[i], s) for i, s in lexical], dense))
     expected = {}
     for name, memory in cases.items():
-        sim = cosine(query, memory.content)
-        expected[name] = 0.6 * sim + 0.25 * memory.importance + 0.15 * 0.5 ** (
+        expected[name] = 0.6 * relevance[memory.id] + 0.25 * memory.importance + 0.15 * 0.5 ** (
             (NOW - datetime.fromisoformat(memory.updated_at)).days / 30)
     assert cosine(query, cases["similar_but_old_and_minor"].content) > cosine(
         query, cases["less_similar_but_important_and_fresh"].content)
     results = api.search(USER, query, k=3)
     by_id = {m.id: name for name, m in cases.items()}
     assert [by_id[r.memory.id] for r in results] == sorted(expected, key=expected.get, reverse=True)
-    assert [by_id[r.memory.id] for r in results][0] == "less_similar_but_important_and_fresh"
+    if not supports_hybrid(store):  # importance and recency outweigh a little similarity
+        assert by_id[results[0].memory.id] == "less_similar_but_important_and_fresh"
     for r in results:
         assert r.score == pytest.approx(expected[by_id[r.memory.id]], abs=1e-4)
         assert r.similarity == pytest.approx(cosine(query, r.memory.content), abs=1e-4)
+        assert r.relevance == pytest.approx(relevance[r.memory.id], abs=1e-4)
+
+
+def test_recency_counts_from_the_last_recall_as_well_as_the_last_update(api, store):
+    old = put_memory(store, "the team deploys with Helm charts", 0.8, 90)
+    [before] = api.search(USER, "how do we deploy", k=1)
+    assert before.recency == pytest.approx(0.5 ** 3)  # updated 90 days ago, never recalled
+    [after] = api.search(USER, "how do we deploy", k=1)  # the first search recalled it now
+    assert after.memory.id == old.id and after.recency == pytest.approx(1.0)
 
 
 def test_combined_score_formula():
