@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -170,7 +170,7 @@ def make_consolidate(
                 "messages": len(written),
                 "actions": _counts(results),
                 "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
-                "at": datetime.now(timezone.utc).isoformat(),
+                "at": datetime.now(UTC).isoformat(),
             },
             # A session-end run skips `start`, which otherwise resets the turn's failures.
             "failures": Overwrite(failures) if state.get("end_session") else failures,
@@ -189,7 +189,7 @@ async def _register_thread(runtime: Runtime[Context]) -> dict[str, Any]:
     user_id = runtime.context.user_id
     try:
         await runtime.store.abatch(
-            [register_thread_op(user_id, thread_id, datetime.now(timezone.utc).isoformat())]
+            [register_thread_op(user_id, thread_id, datetime.now(UTC).isoformat())]
         )
     except RECOVERABLE_ERRORS as exc:
         logger.warning("could not register thread %s of user %s, retrying next turn: %s",

@@ -133,3 +133,30 @@ EXTRACTION_CONTEXT_SECTION = """## Earlier messages (context only, already proce
 
 """
 """The already-consolidated messages shown before the new ones (seed 002's 3-message minimum)."""
+
+# --- memory compression (maintenance) ------------------------------------------------------------
+
+COMPRESSION_SYSTEM_PROMPT = """You maintain a user's long-term memories. You are given old memories
+of one category that have rarely been used. Compress them into 1 to 3 core memories that keep the
+most important information (seed 004's memory compression).
+
+Rules:
+1. Merge memories that say related things into one statement; keep names, numbers, versions,
+   paths and identifiers exactly as written.
+2. Each core memory is one self-contained statement about the user, in the language the
+   memories are written in.
+3. For each core memory, list the numbers of the memories it replaces. A memory that fits with
+   no other can be left out of every list: it is then kept as it is.
+4. importance from 0 to 1: how much the core memory matters for future conversations (at most
+   the highest importance among the memories it replaces).
+5. Do not invent anything that the memories do not say."""
+"""System prompt of the memory compressor (seed 004's compression prompt)."""
+
+COMPRESSION_USER_PROMPT = """Category: {category}
+
+{count} old memories:
+{memories}
+
+Compress them into 1 to 3 core memories."""
+"""User prompt of the memory compressor: `{category}`, `{count}`, and `{memories}` (one numbered
+line per memory, with its importance)."""
