@@ -21,6 +21,7 @@ from typing import Any
 
 from engram.evals import metrics as m
 from engram.evals.dialogs import Dialog
+from engram.evals.report import SUITE_METRICS
 from engram.evals.runner import DialogRun, SessionRun
 
 PROBE_K = 5
@@ -141,7 +142,8 @@ def suite_metrics(runs: Sequence[DialogRun]) -> dict[str, Any]:
     samples = [sample for run in runs for sample in run.latencies]
     out["latency_p50_ms"] = _latencies(samples, 50)
     out["latency_p95_ms"] = _latencies(samples, 95)
-    return {k: _rounded(v) if isinstance(v, float) else v for k, v in out.items()}
+    order = [*SUITE_METRICS, *(name for name in out if name not in SUITE_METRICS)]
+    return {k: _rounded(out[k]) if isinstance(out[k], float) else out[k] for k in order}
 
 
 def dialog_rows(runs: Sequence[DialogRun]) -> list[dict[str, Any]]:

@@ -1,0 +1,112 @@
+"""Terminal output of an eval: the rich progress bar while it runs and the report's tables."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console, Group
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+
+class TurnProgress:
+    """A progress bar over user turns, with a line saying what finished last."""
+
+    def __init__(self, progress: Progress, total: int, label: str) -> None:
+        self._progress = progress
+        self._task = progress.add_task(label, total=total, status="")
+
+    def advance(self) -> None:
+        """One more turn done."""
+        self._progress.advance(self._task)
+
+    def note(self, text: str) -> None:
+        """Show what finished last (a dialog, a conversation) next to the bar."""
+        self._progress.update(self._task, status=text)
+
+
+@contextmanager
+def turn_progress(console: Console, total: int, label: str) -> Iterator[TurnProgress]:
+    """A live progress bar on `console` for `total` turns (hidden when it is not a terminal)."""
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("turns"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}", style="dim"),
+        console=console,
+        transient=False,
+    )
+    with progress:
+        yield TurnProgress(progress, total, label)
+
+
+def report_tables(report: Mapping[str, Any]) -> Group:
+    """The report's metrics (with targets) and latencies as rich tables."""
+    targets = report.get("targets", {})
+    metrics = report["metrics"]
+    title = f"engram eval ({report['kind']}, mode: {report['mode']})"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("target", justify="right")
+    table.add_column("", justify="center")
+    for name, value in metrics.items():
+        if isinstance(value, Mapping):
+            continue
+        target = targets.get(name)
+        verdict = ""
+        if target is not None:
+            verdict = "[green]pass[/]" if target["pass"] else "[red]FAIL[/]"
+        table.add_row(name, _number(value), target["target"] if target else "", verdict)
+    parts: list[Any] = [table]
+    latency = _latency_table(metrics)
+    if latency is not None:
+        parts.append(latency)
+    by_category = metrics.get("by_category")
+    if isinstance(by_category, Mapping) and by_category:
+        parts.append(_category_table(by_category))
+    return Group(*parts)
+
+
+def _latency_table(metrics: Mapping[str, Any]) -> Table | None:
+    p50, p95 = metrics.get("latency_p50_ms"), metrics.get("latency_p95_ms")
+    if not isinstance(p50, Mapping) or not p50:
+        return None
+    table = Table(title="latency per node (ms)", title_justify="left")
+    table.add_column("node")
+    table.add_column("p50", justify="right")
+    table.add_column("p95", justify="right")
+    for node, ms in p50.items():
+        table.add_row(node, f"{ms:.1f}", f"{(p95 or {}).get(node, float('nan')):.1f}")
+    return table
+
+
+def _category_table(by_category: Mapping[str, Mapping[str, Any]]) -> Table:
+    keys = list(next(iter(by_category.values())))
+    table = Table(title="by category", title_justify="left")
+    table.add_column("category")
+    for key in keys:
+        table.add_column(key, justify="right")
+    for category, values in by_category.items():
+        table.add_row(category, *(_number(values.get(k)) for k in keys))
+    return table
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)

@@ -1,0 +1,200 @@
+"""Eval reports: targets, the `report.json` shape, and writing it with its HTML twin.
+
+A report is a plain dict:
+
+```
+{"kind": "suite" | "locomo",
+ "mode": "offline" | "<memory model spec>" | "engine" | "graph",
+ "metrics": {name: number or None, ..., "latency_p50_ms": {node: ms}, ...},
+ "targets": {name: {"target": ">= 0.8", "value": 0.83, "pass": true}},
+ "embedder": {...}, "versions": {...}, ...}
+```
+
+A metric whose value is None (nothing to measure) never passes its target.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.embeddings import Embeddings
+
+REPORT_JSON = "report.json"
+REPORT_HTML = "report.html"
+
+_PACKAGES = (
+    "engram",
+    "langgraph",
+    "langchain-core",
+    "chromadb",
+    "onnxruntime",
+    "tiktoken",
+    "pydantic",
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bar a metric must clear: `value >= threshold` or `value <= threshold`."""
+
+    metric: str
+    op: Literal[">=", "<="]
+    threshold: float
+
+    @property
+    def text(self) -> str:
+        """The target as written in reports, e.g. ">= 0.8"."""
+        return f"{self.op} {self.threshold:g}"
+
+    def passes(self, value: float | None) -> bool:
+        """Whether `value` meets the target; a missing value (None) never does."""
+        if value is None:
+            return False
+        return value >= self.threshold if self.op == ">=" else value <= self.threshold
+
+
+SUITE_TARGETS: tuple[Target, ...] = (
+    Target("extraction_f1", ">=", 0.8),
+    Target("probe_recall_at_5", ">=", 0.9),
+    Target("detail_retention", ">=", 0.8),
+    Target("secrets_stored", "<=", 0),
+    Target("chitchat_memories", "<=", 0),
+    Target("token_ratio_at_150", "<=", 0.25),
+)
+"""Issue 4's targets for the bundled suites in offline mode (reported, not tuned for)."""
+
+LOCOMO_TARGETS: tuple[Target, ...] = (Target("any_at_10", ">=", 0.75),)
+"""Issue 4's target for the LoCoMo dev set in engine mode."""
+
+SUITE_METRICS: tuple[str, ...] = (
+    "extraction_precision",
+    "extraction_recall",
+    "extraction_f1",
+    "detail_retention",
+    "category_accuracy",
+    "duplicate_rate",
+    "stale_fact_rate",
+    "probe_recall_at_5",
+    "secrets_stored",
+    "chitchat_memories",
+    "token_ratio_at_150",
+    "model_calls_per_turn",
+    "latency_p50_ms",
+    "latency_p95_ms",
+)
+"""The metric names every suite report holds (more may follow them)."""
+
+LOWER_IS_BETTER = frozenset(
+    {
+        "duplicate_rate",
+        "stale_fact_rate",
+        "secrets_stored",
+        "secrets_in_episodes",
+        "chitchat_memories",
+        "incognito_leaks",
+        "token_ratio_at_150",
+        "model_calls_per_turn",
+        "prompt_tokens_per_turn",
+    }
+)
+
+COUNT_METRICS = frozenset(
+    {
+        "secrets_stored",
+        "secrets_in_episodes",
+        "chitchat_memories",
+        "incognito_leaks",
+        "stored_memories",
+        "prompt_tokens_per_turn",
+        "full_context_tokens_per_turn",
+        "model_calls_per_turn",
+    }
+)
+"""Metrics that are not shares in [0, 1]."""
+
+
+def check_targets(
+    metrics: Mapping[str, Any], targets: Sequence[Target]
+) -> dict[str, dict[str, Any]]:
+    """`{metric: {"target": ">= 0.8", "value": ..., "pass": ...}}` for each target."""
+    return {
+        t.metric: {"target": t.text, "value": metrics.get(t.metric), "pass": t.passes(metrics.get(t.metric))}
+        for t in targets
+    }
+
+
+def all_pass(report: Mapping[str, Any]) -> bool:
+    """Whether every target of a report passed."""
+    return all(entry["pass"] for entry in report["targets"].values())
+
+
+def build_report(
+    *,
+    kind: Literal["suite", "locomo"],
+    mode: str,
+    metrics: dict[str, Any],
+    targets: Sequence[Target],
+    embeddings: Embeddings,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The report dict (see the module docstring); `extra` keys follow the standard ones."""
+    return {
+        "kind": kind,
+        "mode": mode,
+        "metrics": metrics,
+        "targets": check_targets(metrics, targets),
+        "embedder": describe_embedder(embeddings),
+        "versions": versions(),
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    }
+
+
+def write_report(report: Mapping[str, Any], out: str | Path) -> tuple[Path, Path]:
+    """Write `report.json` and `report.html` into `out` (created if needed); returns both paths.
+
+    Raises:
+        NotADirectoryError: `out` exists and is not a folder.
+    """
+    from engram.evals.html import render_html
+
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(f"{folder} exists and is not a folder: pass another --out")
+    folder.mkdir(parents=True, exist_ok=True)
+    json_path, html_path = folder / REPORT_JSON, folder / REPORT_HTML
+    json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    html_path.write_text(render_html(report), encoding="utf-8")
+    return json_path, html_path
+
+
+def describe_embedder(embeddings: Embeddings) -> dict[str, Any]:
+    """What embedded the store: class, dimensions, and for the local model its files."""
+    info: dict[str, Any] = {"class": type(embeddings).__name__}
+    dims = getattr(embeddings, "dims", None)
+    if dims:
+        info["dims"] = dims
+    if type(embeddings).__name__ == "LocalEmbeddings":
+        from engram.stores.embeddings import resolve_model_dir
+
+        info["model"] = "all-MiniLM-L6-v2 (ONNX, onnxruntime)"
+        info["model_dir"] = str(resolve_model_dir(getattr(embeddings, "model_dir", None)))
+    return info
+
+
+def versions() -> dict[str, str]:
+    """Python and the versions of the packages that decide the results."""
+    found = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "not installed"
+    return found
