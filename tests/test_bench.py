@@ -1,0 +1,62 @@
+"""The benchmark scripts run and measure what they claim (tiny sizes; no timing is asserted)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from engram.graph import bench as graph_bench
+from engram.stores import bench as stores_bench
+from engram.stores.bench_store import CONTENDERS, bench_store
+
+
+def test_store_section_compares_the_same_searches_side_by_side() -> None:
+    rows = bench_store((600,), min_put_batches=1)
+    assert [r["measure"].split(",")[0] for r in rows] == [
+        "batched put",
+        "search top-10 in 1 user's namespace",
+        "search top-10 across all users",
+    ]
+    for row in rows:
+        assert all(row[c] > 0 for c in CONTENDERS)
+        assert all(row[k] > 0 for k in ("x_vs_raw", "x_vs_raw_cpu", "x_vs_in_memory"))
+    put, *searches = rows
+    assert put["calls"] == 2  # 600 items in batches of 500
+    for row in searches:
+        # both Chroma contenders find InMemoryStore's exact top 10: they do the same search
+        found = [float(x) for x in row["exact_top10_found"].split("/")]
+        assert all(f >= 9.5 for f in found), row
+
+
+def test_targets_are_judged_from_the_measured_ratios() -> None:
+    results = {
+        "store": [
+            {"items": 50_000, "measure": "batched put, items/s", "x_vs_raw": 1.2},
+            {
+                "items": 50_000,
+                "measure": "search top-10 in 1 user's namespace, p50 ms",
+                "x_vs_raw": 1.4,
+                "x_vs_in_memory": 0.5,
+            },
+        ],
+        "embeddings": [
+            {"embedder": "LocalEmbeddings", "texts": "short", "n": 128, "x_vs_default": 3.9}
+        ],
+    }
+    verdicts = stores_bench.targets(results)
+    assert [(v["measured"], v["holds"]) for v in verdicts] == [
+        (1.2, True),
+        (1.4, False),
+        (0.5, True),
+        (3.9, False),
+    ]
+
+
+def test_graph_bench_reports_every_store_and_size_with_a_verdict() -> None:
+    result = asyncio.run(graph_bench.run(iterations=4, graph_iterations=2, rounds=1))
+    assert {(r["store"], r["messages"]) for r in result["rows"]} == {
+        (store, size) for store in graph_bench.STORES for size in graph_bench.SIZES
+    }
+    assert all(r["total_p50_ms"] > 0 and r["total_cpu_p50_ms"] >= 0 for r in result["rows"])
+    assert all("graph_turn_p50_ms" in r for r in result["rows"] if r["store"] == "in_memory")
+    assert [t["store"] for t in result["targets"]] == list(graph_bench.STORES)
+    assert all(isinstance(t["target_met"], bool) for t in result["targets"])
