@@ -47,7 +47,7 @@ class Models:
 
     @property
     def mode(self) -> str:
-        """"offline", or the memory model's spec."""
+        """ "offline", or the memory model's spec."""
         return self.memory_spec or "offline"
 
 

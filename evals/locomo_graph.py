@@ -56,6 +56,7 @@ logger = logging.getLogger(__name__)
 RECALL_TIMEOUT_MS = 60_000
 """Recall timeout for questions: they measure what is recalled, not how fast."""
 
+
 @dataclass(frozen=True)
 class Step:
     """One graph run of a session: input messages, and the scripted reply it gets (if any)."""

@@ -19,7 +19,7 @@ import json
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
@@ -125,7 +125,11 @@ def check_targets(
 ) -> dict[str, dict[str, Any]]:
     """`{metric: {"target": ">= 0.8", "value": ..., "pass": ...}}` for each target."""
     return {
-        t.metric: {"target": t.text, "value": metrics.get(t.metric), "pass": t.passes(metrics.get(t.metric))}
+        t.metric: {
+            "target": t.text,
+            "value": metrics.get(t.metric),
+            "pass": t.passes(metrics.get(t.metric)),
+        }
         for t in targets
     }
 
@@ -152,7 +156,7 @@ def build_report(
         "targets": check_targets(metrics, targets),
         "embedder": describe_embedder(embeddings),
         "versions": versions(),
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         **extra,
     }
 

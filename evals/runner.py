@@ -29,10 +29,13 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 
 from engram.evals.dialogs import Dialog, Session
@@ -203,7 +206,7 @@ async def arun_dialog(
                 incognito=session.incognito,
                 context_window=settings.context_window,
             )
-            config = {
+            config: RunnableConfig = {
                 "configurable": {"thread_id": thread},
                 "callbacks": [recorder],
                 "metadata": {"eval_dialog": dialog.id, "eval_session": session.id},
@@ -228,7 +231,10 @@ async def arun_dialog(
                 SessionRun(
                     session.id,
                     await _snapshot(box.store, sessions_by_thread),
-                    [await _probe(box.store, p.id, p.query) for p in dialog.probes_after(session.id)],
+                    [
+                        await _probe(box.store, p.id, p.query)
+                        for p in dialog.probes_after(session.id)
+                    ],
                 )
             )
         run.episodes = await _episodes(box.store)
@@ -244,7 +250,14 @@ async def arun_dialog(
     return run
 
 
-async def _invoke(graph, payload, config, ctx: Context, thread: str, turn: int | None) -> dict:
+async def _invoke(
+    graph: CompiledStateGraph,
+    payload: dict[str, Any],
+    config: RunnableConfig,
+    ctx: Context,
+    thread: str,
+    turn: int | None,
+) -> dict[str, Any]:
     try:
         return await graph.ainvoke(payload, config, context=ctx)
     except Exception as exc:  # the runner's boundary: say which dialog, session and turn broke
@@ -255,10 +268,8 @@ async def _invoke(graph, payload, config, ctx: Context, thread: str, turn: int |
 def _full_context(session: Session, ctx: Context, model_name: str | None) -> list[int]:
     """The baseline prompt per user turn of a session: system prompt plus the whole thread."""
     counter = counter_for_model(model_name)
-    tokens = [
-        counter.count_message(HumanMessage(turn.content) if turn.role == "user" else AIMessage(turn.content))
-        for turn in session.turns
-    ]
+    kinds = {"user": HumanMessage, "assistant": AIMessage}
+    tokens = [counter.count_message(kinds[turn.role](turn.content)) for turn in session.turns]
     system = counter.count_message(SystemMessage(ctx.system_prompt)) + REPLY_PRIMING
     return full_context_tokens(tokens, system)
 

@@ -29,22 +29,24 @@ PROBE_K = 5
 TOKEN_TURN = 150
 """User turn at which the prompt is compared with the full-context baseline."""
 
+_EMPTY = m.Ratio()  # frozen: safe to share as a default
+
 
 @dataclass(frozen=True)
 class DialogScore:
     """One dialog's metrics, as counts that add up over a suite."""
 
-    extraction_precision: m.Ratio = m.Ratio()
-    extraction_recall: m.Ratio = m.Ratio()
-    extraction_f1: m.Ratio = m.Ratio()
-    detail_retention: m.Ratio = m.Ratio()
-    category_accuracy: m.Ratio = m.Ratio()
-    duplicate_rate: m.Ratio = m.Ratio()
-    stale_fact_rate: m.Ratio = m.Ratio()
-    probe_recall_at_5: m.Ratio = m.Ratio()
-    probe_recall_with_episodes: m.Ratio = m.Ratio()
-    on_time_recall: m.Ratio = m.Ratio()
-    model_calls_per_turn: m.Ratio = m.Ratio()
+    extraction_precision: m.Ratio = _EMPTY
+    extraction_recall: m.Ratio = _EMPTY
+    extraction_f1: m.Ratio = _EMPTY
+    detail_retention: m.Ratio = _EMPTY
+    category_accuracy: m.Ratio = _EMPTY
+    duplicate_rate: m.Ratio = _EMPTY
+    stale_fact_rate: m.Ratio = _EMPTY
+    probe_recall_at_5: m.Ratio = _EMPTY
+    probe_recall_with_episodes: m.Ratio = _EMPTY
+    on_time_recall: m.Ratio = _EMPTY
+    model_calls_per_turn: m.Ratio = _EMPTY
     secrets_stored: int = 0
     secrets_in_episodes: int = 0
     chitchat_memories: int = 0
@@ -171,13 +173,16 @@ def failure_counts(runs: Sequence[DialogRun]) -> dict[str, int]:
     return _failure_counts([f for run in runs for f in run.failures])
 
 
-def _probe_recall(dialog: Dialog, sessions: Sequence[SessionRun], *, with_episodes: bool) -> m.Ratio:
+def _probe_recall(
+    dialog: Dialog, sessions: Sequence[SessionRun], *, with_episodes: bool
+) -> m.Ratio:
     total = m.Ratio()
     for session in sessions:
         for probe in session.probes:
-            expected = [dialog.memory(i) for i in next(
-                p.expect for p in dialog.probes if p.id == probe.probe_id
-            )]
+            expected = [
+                dialog.memory(i)
+                for i in next(p.expect for p in dialog.probes if p.id == probe.probe_id)
+            ]
             recalled = probe.memories[:PROBE_K] + (probe.episodes if with_episodes else [])
             total += m.probe_recall(expected, recalled, k=len(recalled))
     return total

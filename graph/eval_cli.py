@@ -6,12 +6,14 @@ DESIGN's layering, and this module is the composition root that reaches up.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
+from rich.logging import RichHandler
 from rich.text import Text
 
 app = typer.Typer(
@@ -72,9 +74,7 @@ def suites(
 
 @app.command()
 def locomo(
-    data: Annotated[
-        Path, typer.Option(help="LoCoMo JSON (locomo10.json or a subset of it).")
-    ],
+    data: Annotated[Path, typer.Option(help="LoCoMo JSON (locomo10.json or a subset of it).")],
     conversations: Annotated[
         str | None, typer.Option(help="Comma-separated sample ids (default: all in the file).")
     ] = None,
@@ -112,11 +112,18 @@ def locomo(
 
 
 def _run(command: Callable[[Console], int]) -> None:
-    """Run a command body; setup errors print as one clear message and exit with code 2."""
+    """Run a command body with warnings logged above the progress bar; setup errors print as
+    one clear message and exit with code 2."""
     from engram.evals.commands import EvalSetupError
 
+    console = Console()
+    logging.basicConfig(
+        level=logging.WARNING,
+        format="%(message)s",
+        handlers=[RichHandler(console=console, show_path=False, show_time=False)],
+    )
     try:
-        code = command(Console())
+        code = command(console)
     except EvalSetupError as exc:
         Console(stderr=True).print(Text("error: ", style="bold red") + Text(str(exc)))
         raise typer.Exit(2) from exc

@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from test_eval_runner import write_suite
 from typer.testing import CliRunner
 
 from engram.evals.locomo import load_locomo
 from engram.evals.locomo_graph import arun_graph, session_steps
 from engram.graph.cli import app
 from engram.stores.embeddings import LocalEmbeddings
-from langchain_core.messages import AIMessage, HumanMessage
-from test_eval_runner import write_suite
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 needs_dev = pytest.mark.skipif(not DEV.is_file(), reason=f"LoCoMo dev data not at {DEV}")
@@ -78,8 +78,15 @@ def test_eval_rejects_a_file_as_out_folder(tmp_path):
 def test_locomo_engine_on_one_conversation(tmp_path):
     out = tmp_path / "locomo"
     result = invoke(
-        "locomo", "--data", str(DEV), "--conversations", "conv-26", "--mode", "engine",
-        "--out", str(out),
+        "locomo",
+        "--data",
+        str(DEV),
+        "--conversations",
+        "conv-26",
+        "--mode",
+        "engine",
+        "--out",
+        str(out),
     )
     assert result.exit_code == 0, result.output
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -87,7 +94,10 @@ def test_locomo_engine_on_one_conversation(tmp_path):
     assert report["conversations"] == ["conv-26"]
     assert LOCOMO_KEYS <= set(report["metrics"])
     assert set(report["metrics"]["by_category"]) == {
-        "single-hop", "multi-hop", "temporal", "open-domain"
+        "single-hop",
+        "multi-hop",
+        "temporal",
+        "open-domain",
     }
     for key in LOCOMO_KEYS:
         assert 0.0 <= report["metrics"][key] <= 1.0
@@ -173,4 +183,3 @@ async def test_locomo_graph_mode_on_two_sessions(tmp_path):
     assert metrics["any_at_5"] >= metrics["any_at_1"]
     assert metrics["any_at_5"] > 0  # the recall path found some evidence turns
     assert result["questions"]["total"] == len(questions)
-

@@ -6,6 +6,7 @@ import json
 import re
 
 import pytest
+from fakes import NGramEmbeddings
 
 from engram.evals.report import (
     LOCOMO_TARGETS,
@@ -18,7 +19,6 @@ from engram.evals.report import (
     write_report,
 )
 from engram.stores.embeddings import LocalEmbeddings
-from fakes import NGramEmbeddings
 
 
 def suite_metrics(**overrides):

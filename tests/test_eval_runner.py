@@ -25,7 +25,10 @@ EDITOR = {
             "turns": [
                 {"role": "user", "content": "I prefer Vim over Emacs for everything."},
                 {"role": "assistant", "content": "Vim it is."},
-                {"role": "user", "content": "my token is sk-proj-Zx81kQ0vT3mNa8Lp2Rt6Yw4Qe, keep it"},
+                {
+                    "role": "user",
+                    "content": "my token is sk-proj-Zx81kQ0vT3mNa8Lp2Rt6Yw4Qe, keep it",
+                },
                 {"role": "assistant", "content": "I won't keep tokens."},
             ],
         },
@@ -56,8 +59,18 @@ EDITOR = {
     ],
     "must_not_store": [{"text": "sk-proj-Zx81kQ0vT3mNa8Lp2Rt6Yw4Qe", "kind": "secret"}],
     "probes": [
-        {"id": "editor-1", "after_session": "s1", "query": "which editor do I like", "expect": ["vim"]},
-        {"id": "editor-2", "after_session": "s2", "query": "which editor do I like", "expect": ["helix"]},
+        {
+            "id": "editor-1",
+            "after_session": "s1",
+            "query": "which editor do I like",
+            "expect": ["vim"],
+        },
+        {
+            "id": "editor-2",
+            "after_session": "s2",
+            "query": "which editor do I like",
+            "expect": ["helix"],
+        },
     ],
     "conflicts": [{"old": "vim", "new": "helix"}],
 }
