@@ -94,13 +94,14 @@ def _latency_table(metrics: Mapping[str, Any]) -> Table | None:
 
 
 def _category_table(by_category: Mapping[str, Mapping[str, Any]]) -> Table:
+    """One row per metric, one column per category (narrow enough for a terminal)."""
     keys = list(next(iter(by_category.values())))
     table = Table(title="by category", title_justify="left")
-    table.add_column("category")
+    table.add_column("metric")
+    for category in by_category:
+        table.add_column(category, justify="right")
     for key in keys:
-        table.add_column(key, justify="right")
-    for category, values in by_category.items():
-        table.add_row(category, *(_number(values.get(k)) for k in keys))
+        table.add_row(key, *(_number(values.get(key)) for values in by_category.values()))
     return table
 
 
