@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_edit import EditError, edit_steps
-from engram.stores.memory_markdown import MarkdownDoc, MarkdownError, same_text
+from engram.stores.memory_markdown import Bullet, MarkdownDoc, MarkdownError, same_text
 from engram.stores.memory_policy import PolicySettings, Steps, set_forgotten_steps, upsert_steps
 from engram.stores.memory_restore import restore_steps
 from engram.stores.memory_types import Category, Memory, MemoryCandidate, content_hash, parse_time
@@ -112,6 +112,7 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
         if memory is None:
             digest = content_hash(redact(bullet.content).text.strip())
             if digest in known_hashes:
+                covered.add(known_hashes[digest])
                 plan.warnings.append(
                     f"line {bullet.line}: already remembered as {known_hashes[digest]}: "
                     "not added again"
@@ -124,12 +125,11 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
                 )
             plan.changes.append(Change("add", bullet.category, bullet.content, line=bullet.line))
             continue
-        covered.update(_successors(memory, by_id))
-        changed = (
-            not same_text(bullet.content, memory.content) or bullet.category != memory.category
-        )
+        chain = _successors(memory, by_id)
+        covered.update(chain)
+        changed = not _same(bullet, memory)
         if not memory.current:  # replaced since the export (or shown as history)
-            if changed:
+            if changed and not _same(bullet, by_id[chain[-1]]):  # not this file's own edit
                 plan.warnings.append(_history_warning(bullet.line, memory))
             continue
         if bullet.status == "superseded":
@@ -226,6 +226,10 @@ def import_steps(
                 )
             )
     return applied
+
+
+def _same(bullet: Bullet, memory: Memory) -> bool:
+    return same_text(bullet.content, memory.content) and bullet.category == memory.category
 
 
 def _successors(memory: Memory, by_id: dict[str, Memory]) -> list[str]:

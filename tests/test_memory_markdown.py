@@ -142,7 +142,9 @@ def test_export_edit_import_applies_edits_deletions_and_additions(store):
     assert "sk-abcdefghij" not in added.content and added.category == "lesson"
 
     # the same file again: everything it asks for is already so
-    assert plan(store, edited).changes == []
+    again = plan(store, edited)
+    assert again.changes == [] and len(again.warnings) == 1
+    assert again.warnings[0].startswith("line ") and "already remembered as" in again.warnings[0]
     # a fresh export round-trips again
     assert plan(store, export(store, at=T0 + timedelta(days=2))).changes == []
     restore(store, USER, mem["acme"].id)
