@@ -6,10 +6,12 @@ each question names its evidence turns. Questions of categories 1-4 are used (5,
 evidence to find), with LoCoMo's own category names: 4 single-hop, 1 multi-hop, 2 temporal,
 3 open-domain.
 
-`engine` mode indexes each conversation's turns the way engram indexes archived messages and ranks
-them for every question with `HybridRetriever`: the lexical channel is the `LexicalIndex` (each turn
-with the two previous turns of its session as context), the dense channel a Chroma collection of the
-turns' embeddings. Metrics, for k in 1, 5, 10, 25:
+`engine` mode runs engram's own episode recall, nothing written for LoCoMo: each session's turns
+become chat messages (speaker_a a user, speaker_b an assistant, named, stamped with the session's
+date), `compact`'s `episode_ops` archives them as it archives evicted messages (one episode per
+message, the two messages before it as lexical context), a `ChromaStore` with its lexical index
+holds them, and `LongTermMemory.search_episodes` ranks them for every question (BM25 and
+embeddings, fused). Metrics, for k in 1, 5, 10, 25:
 
 - any@k: share of questions with at least one evidence turn in the top k;
 - all@k: share of questions with every evidence turn in the top k;
@@ -25,14 +27,20 @@ import re
 import uuid
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 import chromadb
 from langchain_core.embeddings import Embeddings
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from engram.stores.fusion import DEFAULT_DEPTH, DEFAULT_LEXICAL_WEIGHT, FusionMethod, HybridRetriever
-from engram.stores.lexical import LexicalDocument, LexicalIndex, Tokenizer
+from engram.nodes.compact import EPISODE_CONTEXT_MESSAGES, episode_ops
+from engram.nodes.transcript import TIMESTAMP_KEY
+from engram.stores.chroma import ChromaStore
+from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
+from engram.stores.lexical import LexicalIndex, Tokenizer
+from engram.stores.memories import LongTermMemory
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +59,7 @@ RETRIEVAL_CATEGORIES = (4, 1, 2, 3)
 DEFAULT_KS = (1, 5, 10, 25)
 
 _SESSION_KEY = re.compile(r"session_(\d+)$")
+_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 _EVIDENCE_ID = re.compile(r"d:?(\d+):(\d+)", re.IGNORECASE)
 
 Channels = Literal["hybrid", "lexical", "dense"]
@@ -103,29 +112,36 @@ class Conversation:
 
 @dataclass(frozen=True, kw_only=True)
 class EngineSettings:
-    """How `run_engine` indexes turns and ranks them."""
+    """How `run_engine` ingests turns and ranks them; the defaults are engram's own.
+
+    The other values exist for ablations (`engram.evals.retrieval_bench`); each maps to a
+    setting engram has (a fusion weight, a tokenizer, what a message carries).
+    """
 
     channels: Channels = "hybrid"
-    """`hybrid` (the engine), or one channel alone for baselines."""
+    """`hybrid` (the engine), or one channel alone for baselines (fusion weight 1 or 0)."""
     method: FusionMethod = "relative"
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
-    depth: int = DEFAULT_DEPTH
-    """Candidates per channel."""
-    context_turns: int = 2
+    depth: int = 50
+    """Candidates per channel (`LongTermMemory`'s default)."""
+    context_turns: int = EPISODE_CONTEXT_MESSAGES
     """Previous turns of the same session indexed as the lexical context of a turn."""
-    dense_context: bool = False
-    """Also embed each turn with its context, and rank by the mean of both similarities."""
     with_speakers: bool = True
-    """Start each turn's indexed text with its speaker's name, as a transcript does."""
+    """Messages carry their speaker's name."""
     with_dates: bool = True
-    """Start each turn's indexed text with its session's date."""
+    """Messages carry their session's date."""
     with_captions: bool = True
-    """Append a shared image's caption to the turn's text."""
+    """A shared image's caption is appended to the turn's text."""
     stemming: bool = True
     """Stem English words in the lexical channel."""
     stopwords: bool = True
     """Drop English stopwords in the lexical channel."""
     ks: tuple[int, ...] = field(default=DEFAULT_KS)
+
+    @property
+    def fusion_weight(self) -> float:
+        """The lexical channel's share of the fused relevance for these channels."""
+        return {"hybrid": self.lexical_weight, "lexical": 1.0, "dense": 0.0}[self.channels]
 
     def tokenizer(self) -> Tokenizer:
         """The lexical channel's tokenizer for these settings."""
@@ -197,44 +213,57 @@ def load_locomo(path: str | Path, conversations: Iterable[str] | None = None) ->
     return [_conversation(parsed[sample_id], path) for sample_id in wanted]
 
 
-def render_turn(
-    turn: Turn, *, with_date: bool = True, with_caption: bool = True, with_speaker: bool = True
-) -> str:
-    """A turn as engram indexes a message: "[date] Speaker: text [image: caption]".
+def turn_text(turn: Turn, *, with_caption: bool = True) -> str:
+    """The turn's text, with a shared image's caption appended.
 
     Example:
-        >>> render_turn(Turn("D1:3", "Caroline", "I went to a support group.", 1, "8 May, 2023"))
-        '[8 May, 2023] Caroline: I went to a support group.'
+        >>> turn_text(Turn("D1:4", "Bo", "Look at this.", 1, "", image_caption="a photo of a dog"))
+        'Look at this. [image: a photo of a dog]'
     """
-    text = f"{turn.speaker}: {turn.text}" if with_speaker else turn.text
     if with_caption and turn.image_caption:
-        text += f" [image: {turn.image_caption}]"
-    return f"[{turn.date}] {text}" if with_date and turn.date else text
+        return f"{turn.text} [image: {turn.image_caption}]"
+    return turn.text
 
 
-def turn_documents(conversation: Conversation, settings: EngineSettings) -> list[LexicalDocument]:
-    """Each turn as a document whose context is the previous `context_turns` of its session."""
-    turns = conversation.turns
-    documents = []
-    for i, turn in enumerate(turns):
-        previous = [
-            render_turn(
-                earlier,
-                with_date=False,
-                with_caption=settings.with_captions,
-                with_speaker=settings.with_speakers,
-            )
-            for earlier in turns[max(0, i - settings.context_turns) : i]
-            if earlier.session == turn.session
-        ]
-        text = render_turn(
-            turn,
-            with_date=settings.with_dates,
-            with_caption=settings.with_captions,
-            with_speaker=settings.with_speakers,
-        )
-        documents.append(LexicalDocument(turn.id, text, "\n".join(previous)))
-    return documents
+def session_date(raw: str) -> datetime | None:
+    """A session's date ("1:56 pm on 8 May, 2023") as a datetime; None when unreadable.
+
+    Example:
+        >>> session_date("1:56 pm on 8 May, 2023").isoformat()
+        '2023-05-08T13:56:00'
+    """
+    try:
+        return datetime.strptime(raw.strip(), _DATE_FORMAT)
+    except ValueError:
+        return None
+
+
+def turn_message(
+    conversation: Conversation,
+    turn: Turn,
+    *,
+    with_speaker: bool = True,
+    with_date: bool = True,
+    with_caption: bool = True,
+) -> BaseMessage:
+    """A turn as a chat message: speaker_a's a user message, speaker_b's an assistant one,
+    named after the speaker, stamped with the session's date, with the turn id as message id."""
+    cls = HumanMessage if turn.speaker == conversation.speaker_a else AIMessage
+    when = session_date(turn.date) if with_date else None
+    return cls(
+        turn_text(turn, with_caption=with_caption),
+        id=turn.id,
+        name=turn.speaker if with_speaker else None,
+        additional_kwargs={TIMESTAMP_KEY: when.isoformat()} if when else {},
+    )
+
+
+def sessions(conversation: Conversation) -> list[list[Turn]]:
+    """The conversation's turns, one list per session, in order."""
+    grouped: dict[int, list[Turn]] = {}
+    for turn in conversation.turns:
+        grouped.setdefault(turn.session, []).append(turn)
+    return [grouped[number] for number in sorted(grouped)]
 
 
 def question_metrics(ranked: Sequence[str], evidence: Collection[str], k: int) -> dict[str, float]:
@@ -336,99 +365,49 @@ def run_engine(
 async def rank_conversation(
     conversation: Conversation, embeddings: Embeddings, settings: EngineSettings
 ) -> list[list[str]]:
-    """For each question of `conversation`, its turn ids best first (at least the top max(ks))."""
-    limit = max(settings.ks)
-    questions = [question.text for question in conversation.questions]
-    dense: list[list[tuple[str, float]]] = [[] for _ in questions]
-    if settings.channels != "lexical":
-        dense = await _dense_candidates(conversation, embeddings, settings, questions)
-    if settings.channels == "dense":
-        return [[doc_id for doc_id, _ in candidates[:limit]] for candidates in dense]
-    scope = conversation.sample_id
-    with LexicalIndex(tokenizer=settings.tokenizer()) as index:
-        await index.aupsert(scope, turn_documents(conversation, settings))
-        retriever = HybridRetriever(
-            index, method=settings.method, lexical_weight=settings.lexical_weight, depth=settings.depth
-        )
-        if settings.channels == "lexical":
-            found = [await index.asearch(scope, q, limit=limit) for q in questions]
-        else:
-            found = [
-                await retriever.asearch(scope, q, dense=candidates, limit=limit)
-                for q, candidates in zip(questions, dense, strict=True)
-            ]
-    return [[doc_id for doc_id, _ in candidates] for candidates in found]
-
-
-async def _dense_candidates(
-    conversation: Conversation,
-    embeddings: Embeddings,
-    settings: EngineSettings,
-    questions: list[str],
-) -> list[list[tuple[str, float]]]:
-    """Top `depth` turns per question by cosine similarity, from a throwaway Chroma collection."""
-    documents = turn_documents(conversation, settings)
-    vectors = await embeddings.aembed_documents([doc.text for doc in documents])
-    query_vectors = list(await asyncio.gather(*(embeddings.aembed_query(q) for q in questions)))
-    with_context = None
-    if settings.dense_context:
-        with_context = await embeddings.aembed_documents(
-            [f"{doc.context}\n{doc.text}" if doc.context else doc.text for doc in documents]
-        )
-    ids = [doc.id for doc in documents]
-    return await asyncio.to_thread(
-        _query_chroma, ids, vectors, with_context, query_vectors, settings.depth
+    """For each question of `conversation`, its turn ids best first (at least the top max(ks)),
+    from engram's episode archive and episode recall."""
+    user = _user_label(conversation.sample_id)
+    lexical = LexicalIndex(tokenizer=settings.tokenizer())
+    store = ChromaStore(
+        chromadb.EphemeralClient(),
+        collection=f"locomo-{uuid.uuid4().hex}",
+        index={"dims": len(await embeddings.aembed_query("dims")), "embed": embeddings,
+               "fields": ["content"]},
+        lexical=lexical,
     )
-
-
-def _query_chroma(
-    ids: list[str],
-    vectors: list[list[float]],
-    with_context: list[list[float]] | None,
-    query_vectors: list[list[float]],
-    depth: int,
-) -> list[list[tuple[str, float]]]:
-    client = chromadb.EphemeralClient()
-    name = f"locomo-{uuid.uuid4().hex}"
-    collection = client.create_collection(name, metadata={"hnsw:space": "cosine"})
     try:
-        rows = [(f"{doc_id}#t", doc_id, vector) for doc_id, vector in zip(ids, vectors, strict=True)]
-        if with_context is not None:
-            rows += [(f"{d}#c", d, v) for d, v in zip(ids, with_context, strict=True)]
-        for start in range(0, len(rows), 4096):
-            batch = rows[start : start + 4096]
-            collection.add(
-                ids=[row[0] for row in batch],
-                embeddings=[row[2] for row in batch],
-                metadatas=[{"turn": row[1]} for row in batch],
-            )
-        n_results = min(len(rows), depth * (2 if with_context is not None else 1))
-        metadatas_per_query: list[Any] = []
-        distances_per_query: list[Any] = []
-        for start in range(0, len(query_vectors), 16):  # Chroma caps the SQL variables per query
-            result = collection.query(
-                query_embeddings=query_vectors[start : start + 16],
-                n_results=n_results,
-                include=["metadatas", "distances"],
-            )
-            metadatas_per_query += result["metadatas"]
-            distances_per_query += result["distances"]
+        for number, turns in enumerate(sessions(conversation), start=1):
+            messages = [
+                turn_message(
+                    conversation, turn, with_speaker=settings.with_speakers,
+                    with_date=settings.with_dates, with_caption=settings.with_captions,
+                )
+                for turn in turns
+            ]
+            await store.abatch(episode_ops(
+                messages, user_id=user, thread_id=f"{conversation.sample_id}-s{number}",
+                context_messages=settings.context_turns,
+            ))
+        recall = LongTermMemory(
+            store, fusion=settings.method, lexical_weight=settings.fusion_weight,
+            depth=settings.depth,
+        )
+        limit = max(settings.ks)
+        rankings = []
+        for question in conversation.questions:
+            found = await recall.asearch_episodes(user, question.text, k=limit)
+            ids = dict.fromkeys(i for item in found for i in item.value["message_ids"])
+            rankings.append(list(ids))
+        return rankings
     finally:
-        client.delete_collection(name)
-    out = []
-    for metadatas, distances in zip(metadatas_per_query, distances_per_query, strict=True):
-        sims: dict[str, list[float]] = {}
-        for metadata, distance in zip(metadatas, distances, strict=True):
-            sims.setdefault(str(metadata["turn"]), []).append(1.0 - distance)
-        vectors_per_turn = 2 if with_context is not None else 1
-        # a turn missing one of its two vectors counts that one as the worst similarity seen
-        floor = min((s for values in sims.values() for s in values), default=0.0)
-        scored = {
-            turn: (sum(values) + floor * (vectors_per_turn - len(values))) / vectors_per_turn
-            for turn, values in sims.items()
-        }
-        out.append(sorted(scored.items(), key=lambda item: -item[1])[:depth])
-    return out
+        store.client.delete_collection(store.collection_name)
+        lexical.close()
+
+
+def _user_label(sample_id: str) -> str:
+    """A namespace label for a sample id (labels cannot hold dots)."""
+    return sample_id.replace(".", "_") or "conversation"
 
 
 def _means(ranked: Sequence[tuple[Question, Sequence[str]]], ks: Sequence[int]) -> dict[str, Any]:

@@ -8,20 +8,16 @@ The default, `relative_score_fusion`, min-max-normalises each channel's scores o
 candidates and takes a weighted mean (Weaviate's "relative score fusion"): unlike reciprocal-rank
 fusion it keeps how far apart the candidates are, and unlike a mean of raw scores it does not depend
 on the embedder's similarity scale or on BM25's unbounded one. On LoCoMo's dev conversations it beats
-reciprocal-rank fusion by about 4 points of any@10 with the same inputs (see `evals/retrieval_bench.py`).
-
-`HybridRetriever` runs the lexical search and the fusion for one query.
+reciprocal-rank fusion by several points of any@10 with the same inputs (`evals/retrieval_bench.py`).
+`LongTermMemory` applies it to the candidates of a `HybridSearchOp`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal
 
-from engram.stores.lexical import LexicalIndex
 
 Candidates = Sequence[tuple[str, float]]
 """(id, score) pairs of one channel, best first; a higher score is better."""
@@ -33,9 +29,6 @@ FUSION_METHODS: tuple[FusionMethod, ...] = ("relative", "zscore", "rrf")
 
 DEFAULT_LEXICAL_WEIGHT = 0.5
 """Both channels count equally; tuning it on LoCoMo gained nothing on held-out conversations."""
-
-DEFAULT_DEPTH = 100
-"""Candidates taken from each channel before fusing."""
 
 RRF_K = 60
 """The usual reciprocal-rank-fusion constant (Cormack et al., 2009)."""
@@ -155,61 +148,3 @@ def fuse(
     if method == "rrf":
         return reciprocal_rank_fusion(lexical, dense, lexical_weight=lexical_weight)
     raise ValueError(f"unknown fusion method {method!r}: use one of {', '.join(FUSION_METHODS)}")
-
-
-@dataclass(frozen=True)
-class HybridRetriever:
-    """Lexical search plus fusion with dense candidates the caller already has.
-
-    The caller embeds the query and asks its vector store for the dense candidates (for Chroma:
-    `collection.query(..., n_results=retriever.depth)`, similarity = 1 - distance); the retriever
-    adds the lexical channel from `index` and fuses both.
-
-    Example:
-        >>> from engram.stores.lexical import LexicalDocument
-        >>> index = LexicalIndex()
-        >>> index.upsert("memories/alice", [
-        ...     LexicalDocument("m1", "Alice uses Neovim with lazy.nvim"),
-        ...     LexicalDocument("m2", "Alice likes a dark editor theme"),
-        ...     LexicalDocument("m3", "Alice's cat is called Mochi"),
-        ... ])
-        >>> retriever = HybridRetriever(index)
-        >>> dense = [("m2", 0.61), ("m1", 0.45), ("m3", 0.12)]  # e.g. from Chroma
-        >>> [doc_id for doc_id, _ in retriever.search("memories/alice", "neovim setup", dense=dense)]
-        ['m1', 'm2', 'm3']
-    """
-
-    index: LexicalIndex
-    method: FusionMethod = "relative"
-    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
-    depth: int = DEFAULT_DEPTH
-    """Lexical candidates fetched per query; pass about as many dense ones."""
-
-    def __post_init__(self) -> None:
-        if self.method not in FUSION_METHODS:
-            raise ValueError(
-                f"unknown fusion method {self.method!r}: use one of {', '.join(FUSION_METHODS)}"
-            )
-        if not 0.0 <= self.lexical_weight <= 1.0:
-            raise ValueError(f"lexical_weight must be between 0 and 1, got {self.lexical_weight}")
-        if self.depth < 1:
-            raise ValueError(f"depth must be >= 1, got {self.depth}")
-
-    def search(
-        self, scope: str, query: str, *, dense: Candidates, limit: int | None = None
-    ) -> list[tuple[str, float]]:
-        """Fused (id, score) for `query` in `scope`, best first, at most `limit` of them."""
-        return self._fuse(self.index.search(scope, query, limit=self.depth), dense, limit)
-
-    async def asearch(
-        self, scope: str, query: str, *, dense: Candidates, limit: int | None = None
-    ) -> list[tuple[str, float]]:
-        """`search` with the lexical query in a worker thread."""
-        lexical = await self.index.asearch(scope, query, limit=self.depth)
-        return self._fuse(lexical, dense, limit)
-
-    def _fuse(
-        self, lexical: Candidates, dense: Candidates, limit: int | None
-    ) -> list[tuple[str, float]]:
-        fused = fuse(lexical, dense, method=self.method, lexical_weight=self.lexical_weight)
-        return fused if limit is None else fused[:limit]

@@ -1,14 +1,16 @@
-"""Fusing lexical and dense candidates: normalisations, methods, and the hybrid retriever."""
+"""Fusing lexical and dense candidates: normalisations, methods, and hybrid recall end to end."""
 
 from __future__ import annotations
 
 import math
 
+import chromadb
 import pytest
 
+from engram.stores import chroma_metadata as md
+from engram.stores.chroma import ChromaStore
 from engram.stores.embeddings import LocalEmbeddings
 from engram.stores.fusion import (
-    HybridRetriever,
     fuse,
     min_max,
     reciprocal_rank_fusion,
@@ -18,7 +20,7 @@ from engram.stores.fusion import (
     z_scores,
     zscore_fusion,
 )
-from engram.stores.lexical import LexicalDocument, LexicalIndex
+from engram.stores.memories import LongTermMemory, MemoryCandidate
 
 LEXICAL = [("a", 8.0), ("b", 4.0), ("c", 2.0)]
 DENSE = [("c", 0.70), ("d", 0.60), ("a", 0.20)]
@@ -82,14 +84,6 @@ def test_one_empty_channel_leaves_the_others_order():
     assert [doc for doc, _ in fuse(LEXICAL, [])] == ["a", "b", "c"]
 
 
-def test_retriever_validates_its_settings():
-    with LexicalIndex() as index:
-        with pytest.raises(ValueError, match="depth"):
-            HybridRetriever(index, depth=0)
-        with pytest.raises(ValueError, match="unknown fusion method"):
-            HybridRetriever(index, method="borda")  # type: ignore[arg-type]
-
-
 def test_a_lexical_only_and_a_meaning_only_candidate_both_reach_the_top_2():
     # "code" is found only by BM25 (an identifier), "paraphrase" only by the embedder; x1..x3 are
     # mediocre in both channels. Reciprocal ranks reward that mediocre consensus, scores do not.
@@ -117,28 +111,47 @@ MEMORIES = {
 
 
 @pytest.fixture(scope="module")
-def embedder() -> LocalEmbeddings:
-    return LocalEmbeddings()
+def recall() -> LongTermMemory:
+    """The memories above in a real ChromaStore (with its lexical index) and real embeddings."""
+    embedder = LocalEmbeddings()
+    store = ChromaStore(
+        chromadb.EphemeralClient(),
+        collection="fusion-end-to-end",
+        index={"dims": embedder.dims, "embed": embedder, "fields": ["content"]},
+    )
+    ltm = LongTermMemory(store)
+    ltm.upsert("u", [MemoryCandidate(content=t, category="fact", importance=0.8)
+                     for t in MEMORIES.values()])
+    yield ltm
+    store.client.delete_collection(store.collection_name)
+    store.close()
 
 
 @pytest.mark.parametrize(
-    ("query", "expected", "rank"),
+    ("query", "expected", "k"),
     [("when will PAY-4471 ship to staging?", "ticket", 1), ("what do I call my cat?", "pet", 3)],
 )
-async def test_real_channels_find_an_identifier_and_a_paraphrase(embedder, query, expected, rank):
-    ids = list(MEMORIES)
-    vectors = await embedder.aembed_documents(list(MEMORIES.values()))
-    query_vector = await embedder.aembed_query(query)
-    similarity = {i: sum(a * b for a, b in zip(query_vector, v)) for i, v in zip(ids, vectors)}
-    dense = sorted(similarity.items(), key=lambda item: -item[1])
-    with LexicalIndex() as index:
-        await index.aupsert("u", [LexicalDocument(i, t) for i, t in MEMORIES.items()])
-        retriever = HybridRetriever(index)
-        fused = await retriever.asearch("u", query, dense=dense, limit=rank)
-        assert fused == retriever.search("u", query, dense=dense, limit=rank)
-        lexical = [doc for doc, _ in index.search("u", query)]
-    assert expected in [doc for doc, _ in fused]
+async def test_hybrid_recall_finds_an_identifier_and_a_paraphrase(recall, query, expected, k):
+    store = recall.store
+    namespace = recall.namespace("u")
+    text = MEMORIES[expected]
+    lexical = [store.get(namespace, key) for key in _lexical_keys(recall, query)]
+    dense = store.search(namespace, query=query, limit=3)
     if expected == "ticket":
-        assert dense[0][0] != "ticket"  # the embedder alone prefers a staging memory
+        assert dense[0].value["content"] != text  # the embedder alone prefers a staging memory
     else:
-        assert "pet" not in lexical  # no shared term: only the embedder can find it
+        assert text not in [i.value["content"] for i in lexical]  # no shared term: dense only
+    found = await recall.asearch("u", query, k=k, touch=False)
+    assert text in [s.memory.content for s in found]
+    assert [s.memory.id for s in found] == [
+        s.memory.id for s in recall.search("u", query, k=k, touch=False)
+    ]
+
+
+def _lexical_keys(recall: LongTermMemory, query: str) -> list[str]:
+    store = recall.store
+    namespace = recall.namespace("u")
+    by_item = {
+        md.item_id(namespace, item.key): item.key for item in store.search(namespace, limit=100)
+    }
+    return [by_item[i] for i, _ in store.lexical.search(namespace, query, 10)]
