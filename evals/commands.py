@@ -216,7 +216,7 @@ def locomo_command(
         kind="locomo",
         mode=mode,
         metrics=result["metrics"],
-        targets=LOCOMO_TARGETS,
+        targets=LOCOMO_TARGETS if mode == "engine" else (),  # the target is engine's
         embeddings=embeddings,
         data=str(data),
         conversations=ids,

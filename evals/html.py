@@ -41,6 +41,8 @@ def render_html(report: Mapping[str, Any]) -> str:
     title = "engram eval: LoCoMo retrieval" if report.get("kind") == "locomo" else "engram eval"
     verdict_class = "pass" if passed else "fail"
     verdict = "all targets met" if passed else "some targets missed"
+    if not targets:
+        verdict_class, verdict = "", "no targets for this mode"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
