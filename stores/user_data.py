@@ -44,7 +44,9 @@ def thread_namespace(user_id: str) -> tuple[str, str]:
 def register_thread_op(user_id: str, thread_id: str, now: str) -> PutOp:
     """The write that records `thread_id` as one of `user_id`'s threads (not indexed)."""
     return PutOp(
-        thread_namespace(user_id), thread_id, {"thread_id": thread_id, "registered_at": now},
+        thread_namespace(user_id),
+        thread_id,
+        {"thread_id": thread_id, "registered_at": now},
         index=False,
     )
 
@@ -182,7 +184,9 @@ def purge_user_steps(user_id: str) -> Steps[dict[str, int]]:
             if not keys:
                 break
             if keys == previous:
-                raise RuntimeError(f"the store did not delete items of {namespace}: {sorted(keys)[:3]}")
+                raise RuntimeError(
+                    f"the store did not delete items of {namespace}: {sorted(keys)[:3]}"
+                )
             yield [PutOp(ns, key, None) for ns, key in keys]
             deleted[namespace[0]] = deleted.get(namespace[0], 0) + len(keys)
             previous = keys

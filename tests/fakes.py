@@ -182,3 +182,11 @@ class FailingStore(InMemoryStore):
 def studio_chat_model() -> RecordingChatModel:
     """The answering model `langgraph dev` loads in the Studio test (`ENGRAM_MODEL=tests/fakes.py:studio_chat_model`)."""
     return RecordingChatModel(messages=itertools.cycle(["Noted, thanks for telling me."]))
+
+
+def compression_model() -> StructuredFakeChatModel:
+    """A memory model for `engram memory maintain --model tests/fakes.py:compression_model`:
+    it compresses the first three memories it is shown into one."""
+    answer = {"content": "Compressed: the first three memories", "importance": 0.7,
+              "replaces": [1, 2, 3]}
+    return StructuredFakeChatModel(structured_responses=[{"memories": [answer]}])

@@ -1,0 +1,274 @@
+"""`engram memory` against a real embedded store (Chroma + all-MiniLM-L6-v2) in a tmp data folder."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes import RecordingChatModel
+from langchain_core.messages import HumanMessage
+from typer.testing import CliRunner
+
+from engram.graph import Context, compile_graph
+from engram.graph.checkpoint import ThreadedSqliteSaver
+from engram.graph.cli import app
+from engram.stores.chroma import ChromaStore, make_store
+from engram.stores.memories import LongTermMemory, Memory
+from engram.stores.memory_policy import INDEX_FIELDS
+
+runner = CliRunner()
+FAKES = str(Path(__file__).with_name("fakes.py"))
+
+
+@pytest.fixture
+def data(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("ENGRAM_CHROMA_URL", raising=False)
+    monkeypatch.delenv("ENGRAM_USER", raising=False)
+    monkeypatch.delenv("ENGRAM_MEMORY_MODEL", raising=False)
+    return tmp_path
+
+
+def cli(*args: str, code: int = 0, input: str | None = None) -> Any:
+    """Run `engram memory ...`; parse JSON output when `--json` was given."""
+    result = runner.invoke(app, ["memory", *args], input=input)
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    return json.loads(result.stdout) if "--json" in args and code == 0 else result
+
+
+def add(text: str, *args: str, user: str = "alice") -> dict:
+    return cli("add", "--user", user, text, *args, "--json")["memory"]
+
+
+def test_add_list_search_show(data):
+    dark = add("Alice prefers dark mode")
+    assert (dark["category"], dark["key"]) == ("preference", "preference.theme")  # guessed
+    add("Alice works at Acme as a data engineer")
+    add("The staging database is PostgreSQL 16", "--category", "project", "--importance", "0.6")
+
+    listed = cli("list", "--user", "alice", "--json")
+    assert {m["content"]: m["category"] for m in listed} == {
+        "Alice prefers dark mode": "preference",
+        "Alice works at Acme as a data engineer": "fact",
+        "The staging database is PostgreSQL 16": "project",
+    }
+    found = cli("search", "--user", "alice", "editor theme", "--json")
+    assert found[0]["content"] == "Alice prefers dark mode"
+    assert found[0]["access_count"] == 0  # looking from the CLI is not a recall
+    table = cli("list", "--user", "alice").stdout
+    assert dark["id"][:8] in table and "Alice prefers dark mode" in table
+
+    shown = cli("show", dark["id"][:6], "--user", "alice", "--json")
+    assert shown["id"] == dark["id"] and shown["maintenance"] is None
+    assert "preference.theme" in cli("show", dark["id"], "--user", "alice").stdout
+    stats = cli("stats", "--user", "alice", "--json")
+    assert stats["active"] == 3 and stats["by_category"] == {
+        "fact": 1,
+        "preference": 1,
+        "project": 1,
+    }
+
+
+def test_add_goes_through_the_write_policy(data):
+    first = cli("add", "--user", "alice", "I prefer Vue for frontends", "--json")
+    second = cli("add", "--user", "alice", "I prefer React for frontends", "--json")
+    assert second["action"] == "superseded" and second["superseded"] == [first["memory"]["id"]]
+    again = cli("add", "--user", "alice", "I prefer React for frontends", "--json")
+    assert again["action"] in ("duplicate", "unchanged")
+    secret = add(
+        "My API key is sk-abcdefghijklmnopqrstuvwxyz123456 for the staging box", "-c", "fact"
+    )
+    assert "sk-abc" not in secret["content"] and "[REDACTED]" in secret["content"]
+    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=1)
+    assert "nothing stored" in result.stderr
+    assert [m["content"] for m in cli("list", "--user", "alice", "--json", "-c", "preference")] == [
+        "I prefer React for frontends"
+    ]
+
+
+def test_errors_are_clear_with_exit_codes(data):
+    result = cli("list", "--user", "nobody", code=1)
+    assert "no engram data in" in result.stderr  # nothing stored at all yet
+    add("Alice prefers dark mode")
+    result = cli("list", "--user", "bob", code=1)
+    assert "nothing is stored for user 'bob'" in result.stderr and "alice" in result.stderr
+    assert "no memory 'feedface'" in cli("show", "feedface", "--user", "alice", code=1).stderr
+    assert "hobby" in cli("add", "--user", "alice", "x", "-c", "hobby", code=2).stderr
+    assert "unknown category 'hobby'" in cli("list", "-u", "alice", "-c", "hobby", code=2).stderr
+    assert "explicit --user" in cli("delete", "--all", "--yes", code=2).stderr
+    assert "not both" in cli("delete", code=2).stderr
+    assert "without '.'" in cli("list", "--user", "a.b", code=2).stderr
+    assert "CATEGORY=DAYS" in cli("maintain", "-u", "alice", "--ttl", "goal", code=2).stderr
+    assert (
+        "unknown category 'goals'"
+        in cli("maintain", "-u", "alice", "--ttl", "goals=3", code=2).stderr
+    )
+
+
+def test_forget_restore_delete(data):
+    memory = add("Alice lives in Lisbon")
+    other = add("Alice has a cat named Miso")
+    cli("forget", memory["id"][:8], "--user", "alice")
+    assert [m["id"] for m in cli("list", "-u", "alice", "--json")] == [other["id"]]
+    assert cli("list", "-u", "alice", "--json", "--forgotten")[0]["forgotten"] is True
+    restored = cli("restore", memory["id"], "-u", "alice", "--json")
+    assert restored["actions"] and not restored["memory"]["forgotten"]
+    assert "nothing to restore" in cli("restore", memory["id"], "-u", "alice").stdout
+
+    aborted = cli("delete", memory["id"], "-u", "alice", input="n\n", code=1)
+    assert "Aborted" in aborted.stdout + aborted.stderr
+    cli("delete", memory["id"], "-u", "alice", "--yes")
+    assert [m["id"] for m in cli("list", "-u", "alice", "--json", "--all")] == [other["id"]]
+    assert "no memory" in cli("restore", memory["id"], "-u", "alice", code=1).stderr
+
+
+def test_export_edit_import(data, tmp_path):
+    dark = add("Alice prefers dark mode")
+    acme = add("Alice works at Acme as a data engineer")
+    out = tmp_path / "alice.md"
+    cli("export", "--user", "alice", "--out", str(out))
+    assert cli("export", "--user", "alice").stdout.startswith("# Memories of alice\n")
+    assert "nothing to change" in cli("import", str(out), "--user", "alice").stdout
+
+    text = out.read_text()
+    text = text.replace("Alice prefers dark mode", "Alice prefers dark mode, also in the terminal")
+    text = text.replace(f"- Alice works at Acme as a data engineer <!-- id:{acme['id']} -->\n", "")
+    text = text.replace("## Goals\n", "## Goals\n\n- Alice plans to run a marathon in 2027\n")
+    out.write_text(text)
+
+    plan = cli("import", str(out), "--user", "alice", "--dry-run", "--json")["plan"]
+    assert plan["counts"] == {"edit": 1, "forget": 1, "add": 1}
+    shown = cli("import", str(out), "--user", "alice", input="n\n", code=1).stdout
+    assert "~ edit" in shown and "- forget" in shown and "+ add" in shown
+    assert len(cli("list", "-u", "alice", "--json")) == 2  # declined: nothing applied
+
+    applied = cli("import", str(out), "--user", "alice", "--yes", "--json")["applied"]
+    assert sorted(a["outcome"] for a in applied) == ["created", "edited", "forgotten"]
+    current = {m["content"]: m for m in cli("list", "-u", "alice", "--json")}
+    assert set(current) == {
+        "Alice prefers dark mode, also in the terminal",
+        "Alice plans to run a marathon in 2027",
+    }
+    assert current["Alice plans to run a marathon in 2027"]["category"] == "goal"
+    assert current["Alice prefers dark mode, also in the terminal"]["supersedes"] == [dark["id"]]
+    assert cli("import", str(out), "--user", "alice", "--yes", "--json")["applied"] == []
+    cli("restore", acme["id"], "-u", "alice")
+    assert len(cli("list", "-u", "alice", "--json")) == 3
+    assert "exported for user 'alice'" in cli("import", str(out), "--user", "bob", code=2).stderr
+
+
+def test_maintain_forgets_what_faded_and_restore_brings_it_back(data):
+    add("Alice prefers dark mode")  # creates the store
+    store = make_store()  # the CLI's data folder ($ENGRAM_DATA_DIR)
+    now = datetime.now(UTC)
+    old = {}
+    for name, importance, days, category in [
+        ("stale", 0.5, 300, "fact"),  # 0.5 e^-3 = 0.025: forgotten
+        ("fading", 0.8, 150, "fact"),  # 0.8 e^-1.5 = 0.18: lowered
+        ("old goal", 0.9, 200, "goal"),  # TTL 180 days: expired
+    ]:
+        memory = Memory.new(
+            f"Alice's {name} memory",
+            category,
+            importance,  # type: ignore[arg-type]
+            now=(now - timedelta(days=days)).isoformat(),
+        )
+        store.put(
+            LongTermMemory.namespace("alice"), memory.id, memory.to_value(), index=INDEX_FIELDS
+        )
+        old[name] = memory
+    for n in range(3):  # idle for 100 days, never recalled: compressible (1.0 e^-1 = 0.37)
+        memory = Memory.new(
+            f"Alice's old fact number {n}",
+            "fact",
+            1.0,
+            now=(now - timedelta(days=100 + n)).isoformat(),
+        )
+        store.put(
+            LongTermMemory.namespace("alice"), memory.id, memory.to_value(), index=INDEX_FIELDS
+        )
+        old[f"fact {n}"] = memory
+
+    dry = cli("maintain", "-u", "alice", "--ttl", "goal=180", "--dry-run", "--json")
+    assert dry["dry_run"] and dry["changed"] == 3
+    assert len(cli("list", "-u", "alice", "--json")) == 7  # the dry run wrote nothing
+    report = cli("maintain", "-u", "alice", "--ttl", "goal=180", "--json")
+    assert (report["forgotten"], report["expired"]) == ([old["stale"].id], [old["old goal"].id])
+    assert [x["memory_id"] for x in report["lowered"]] == [old["fading"].id]
+    assert report["compression"].startswith("skipped: no memory model configured (4 memories")
+    table = cli("maintain", "-u", "alice", "--ttl", "goal=180").stdout
+    assert "0 memories changed" in table  # a second run has nothing left to do
+
+    # with a memory model, the 4 old facts (the lowered one too) are compressed, oldest first
+    compressed = cli("maintain", "-u", "alice", "--model", f"{FAKES}:compression_model", "--json")
+    [group] = compressed["compressed"]
+    assert group["sources"] == [old[n].id for n in ("fading", "fact 2", "fact 1")]
+    [new_id] = group["created"]
+    assert cli("show", new_id, "-u", "alice", "--json")["supersedes"] == group["sources"]
+
+    for name in ("stale", "fading", "old goal"):
+        cli("restore", old[name].id, "-u", "alice")
+    cli("restore", new_id, "-u", "alice")  # undoes the rest of the compression
+    back = {m["id"]: m for m in cli("list", "-u", "alice", "--json")}
+    assert {old[n].id for n in old} <= set(back) and new_id not in back
+    assert back[old["fading"].id]["importance"] == 0.8
+    assert [r["user_id"] for r in cli("maintain", "--all-users", "--json")] == ["alice"]
+
+
+def _graph_turns(user: str, thread: str, texts: list[str]) -> None:
+    model = RecordingChatModel(messages=(f"noted {i}" for i in itertools.count()))
+    graph = compile_graph(model)
+    config = {"configurable": {"thread_id": thread}}
+    ctx = Context(user_id=user, message_threshold=4, keep_recent_messages=2)
+    for text in texts:
+        graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
+    graph.invoke({"end_session": True}, config, context=ctx)
+
+
+def _records_of(store: ChromaStore, user: str) -> list[dict[str, Any]]:
+    """Every raw Chroma record whose namespace has `user` as its second label."""
+    got = store.client.get_collection(store.collection_name).get(include=["metadatas"])
+    return [
+        m
+        for m in got["metadatas"]
+        if m.get("ns.p2") is not None and json.loads(m["ns.p2"])[1] == user
+    ]
+
+
+def test_delete_all_removes_everything_of_a_user_and_nothing_else(data):
+    texts = [
+        "I prefer dark mode in every editor.",
+        "I work at Acme as a data engineer.",
+        "We use PostgreSQL 16 for everything.",
+        "I plan to learn Rust next year.",
+        "My cat is called Miso.",
+    ]
+    _graph_turns("alice", "alice-1", texts)
+    _graph_turns("alice", "alice-2", texts[:2])
+    _graph_turns("bob", "bob-1", ["I prefer light mode.", "I live in Lisbon."])
+
+    store = ChromaStore(path=data / "chroma")
+    alice_before = _records_of(store, "alice")
+    bob_before = _records_of(store, "bob")
+    kinds = {json.loads(m["ns.p1"])[0] for m in alice_before}
+    assert {"memories", "memory_hashes", "episodes", "threads"} <= kinds  # the turns made them all
+    assert sorted(cli("stats", "-u", "alice", "--json")["namespaces"]) == sorted(kinds)
+
+    report = cli("delete", "--all", "--user", "alice", "--yes", "--json")
+    assert (
+        sorted(report["threads"]) == ["alice-1", "alice-2"] and report["threads_not_deleted"] == []
+    )
+    assert sum(report["deleted"].values()) == len(alice_before)
+    assert _records_of(store, "alice") == []
+    assert _records_of(store, "bob") == bob_before
+
+    saver = ThreadedSqliteSaver.from_path(data / "checkpoints.sqlite")
+    for thread, present in (("alice-1", False), ("alice-2", False), ("bob-1", True)):
+        found = saver.get_tuple({"configurable": {"thread_id": thread}})
+        assert (found is not None) == present, thread
+    assert "nothing is stored for user 'alice'" in cli("list", "-u", "alice", code=1).stderr
+    assert len(cli("list", "-u", "bob", "--json")) >= 1
