@@ -21,6 +21,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape as esc
 
+from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.memory_cli_support import (
     DEFAULT_USER,
     SHORT_ID,
@@ -28,6 +29,7 @@ from engram.graph.memory_cli_support import (
     CliError,
     all_memories,
     checked_user,
+    ensure_user,
     err,
     guess_candidate,
     known_users,
@@ -39,8 +41,9 @@ from engram.graph.memory_cli_support import (
     resolve_id,
     stats_table,
     status,
-    unknown_user,
 )
+from engram.graph.models import load_chat_model
+from engram.nodes.compress import make_compressor
 from engram.stores.maintenance import maintain as run_maintenance
 from engram.stores.maintenance_types import JournalEntry, MaintenanceSettings, journal_namespace
 from engram.stores.memories import LongTermMemory
@@ -54,7 +57,6 @@ from engram.stores.user_data import (
     delete_user,
     memories_steps,
     stats_steps,
-    user_namespaces_steps,
 )
 
 app = typer.Typer(help="Inspect and manage a user's long-term memories.", no_args_is_help=True)
@@ -152,7 +154,7 @@ def search(
     """Recall memories as the graph would, best first (does not count as a recall)."""
     user_id = user or DEFAULT_USER
     backend = open_backend(data)
-    all_memories(backend, user_id)  # an unknown user is an error, not an empty result
+    ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
     found = LongTermMemory(backend.store).search(
         user_id,
         query,
@@ -398,11 +400,7 @@ def delete(
 
 
 def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> None:
-    from engram.graph.checkpoint import ThreadedSqliteSaver
-
-    namespaces = run_steps(backend.store, user_namespaces_steps(user_id))
-    if not namespaces:
-        raise unknown_user(backend, user_id)
+    ensure_user(backend, user_id)
     if not yes:
         stats = run_steps(backend.store, stats_steps(user_id))
         counts = ", ".join(f"{n} {root}" for root, n in stats.namespaces.items())
@@ -441,9 +439,7 @@ def stats(
 ) -> None:
     """Counts per state and category, for one user or (without --user) for every user."""
     backend = open_backend(data)
-    users = [checked_user(user)] if user else known_users(backend.store)
-    if user and not run_steps(backend.store, user_namespaces_steps(user)):
-        raise unknown_user(backend, user)
+    users = [ensure_user(backend, user)] if user else known_users(backend.store)
     found = [run_steps(backend.store, stats_steps(u)) for u in users]
     if as_json:
         print_json([s.to_dict() for s in found] if user is None else found[0].to_dict())
@@ -612,9 +608,6 @@ def maintain(
     data: Data = None,
 ) -> None:
     """Forget what faded (seed 003), cap the count, expire TTLs, compress old memories."""
-    from engram.graph.models import load_chat_model
-    from engram.nodes.compress import make_compressor
-
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
@@ -622,9 +615,9 @@ def maintain(
     except ValueError as exc:
         raise CliError(str(exc), code=2) from exc
     backend = open_backend(data)
-    users = known_users(backend.store) if all_users else [checked_user(user or DEFAULT_USER)]
-    if not all_users and not run_steps(backend.store, user_namespaces_steps(users[0])):
-        raise unknown_user(backend, users[0])
+    users = (
+        known_users(backend.store) if all_users else [ensure_user(backend, user or DEFAULT_USER)]
+    )
     compressor = make_compressor(load_chat_model(model)) if compress and model else None
     reports = [
         run_maintenance(backend.store, u, settings=settings, compressor=compressor, dry_run=dry_run)

@@ -104,12 +104,24 @@ def all_memories(backend: Backend, user_id: str) -> list[Memory]:
         CliError: The user has nothing stored at all (exit 1), or the id is not valid.
     """
     memories = run_steps(backend.store, memories_steps(checked_user(user_id)))
-    if not memories and not run_steps(backend.store, user_namespaces_steps(user_id)):
-        raise unknown_user(backend, user_id)
+    if not memories:
+        ensure_user(backend, user_id)
     return memories
 
 
+def ensure_user(backend: Backend, user_id: str) -> str:
+    """The user id, when something is stored for that user.
+
+    Raises:
+        CliError: Nothing is stored for the user (exit 1), or the id is not valid (exit 2).
+    """
+    if not run_steps(backend.store, user_namespaces_steps(checked_user(user_id))):
+        raise unknown_user(backend, user_id)
+    return user_id
+
+
 def unknown_user(backend: Backend, user_id: str) -> CliError:
+    """The error for a user with nothing stored, naming the users that have memories."""
     users = known_users(backend.store)
     others = f"users with memories: {', '.join(users)}" if users else "no user has memories yet"
     return CliError(f"nothing is stored for user {user_id!r} in {backend.where} ({others})")
