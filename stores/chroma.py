@@ -120,10 +120,11 @@ class ChromaStore(BaseStore):
             if isinstance(lexical, LexicalIndex):
                 lexical_index, refresh = lexical, None
             else:
-                lexical_index, refresh = lexical_index_for(client, collection)
+                lexical_index, refresh = lexical_index_for(client)
                 self._owns_lexical = True
             self.lexical = LexicalMirror(
-                lexical_index, collection, list(index.get("fields") or ["$"]), refresh_seconds=refresh
+                lexical_index, self._items, list(index.get("fields") or ["$"]),
+                refresh_seconds=refresh,
             )
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
@@ -180,6 +181,7 @@ class ChromaStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         batch = chroma_plan.plan(ops, self._fields)
+        self._read_replaced(batch)
         texts = batch.flat_texts()
         doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
         query_vectors = {q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings}
@@ -187,6 +189,8 @@ class ChromaStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         batch = chroma_plan.plan(ops, self._fields)
+        if batch.puts:
+            await asyncio.to_thread(self._read_replaced, batch)
         texts = batch.flat_texts()
         doc_vectors: list[list[float]] = []
         query_vectors: dict[str, list[float]] = {}
@@ -284,6 +288,20 @@ class ChromaStore(BaseStore):
             self._apply_puts(batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk)
         return results
 
+    def _read_replaced(self, batch: chroma_plan.Plan) -> None:
+        """Read the metadata of the items the batch's puts replace, before anything is embedded:
+        an item whose indexed texts did not change keeps its vectors (no embedding call)."""
+        if not batch.puts:
+            return
+        ids = [md.item_id(namespace, key) for namespace, key in batch.puts]
+        previous: dict[str, dict[str, Any]] = {}
+        vectors: dict[str, list[float]] = {}
+        for chunk in self._chunks(ids):
+            got = self._items.get(ids=chunk, include=["metadatas", "embeddings"])
+            previous.update(zip(got["ids"], got["metadatas"]))
+            vectors.update((i, [float(x) for x in v]) for i, v in zip(got["ids"], got["embeddings"]))
+        batch.mark_reusable(previous, vectors)
+
     def _fetch_items(self, ids: Sequence[str], now: float) -> dict[str, tuple[Item, dict[str, Any]]]:
         """Live items by Chroma id (expired ones are left out), with their metadata."""
         found: dict[str, tuple[Item, dict[str, Any]]] = {}
@@ -337,19 +355,12 @@ class ChromaStore(BaseStore):
                 "this ChromaStore has no hybrid search: give it an index config (and do not pass "
                 "lexical=False)"
             )
-        self.lexical.ensure_fresh(op.namespace, self._items, now)
-        where = md.combine(md.namespace_clauses(op.namespace) + md.filter_clauses(op.filter))
-        res = self._items.query(
-            query_embeddings=[query_vector], n_results=op.depth, where=where, include=["distances"]
-        )
-        similarity: dict[str, float] = {}
-        for record_id, distance in zip(res["ids"][0], res["distances"][0]):
-            item_id = _owner(record_id)
-            similarity[item_id] = max(1.0 - float(distance), similarity.get(item_id, -2.0))
+        self.lexical.ensure_fresh(op.namespace, now)
+        similarity = self._dense_candidates(op, query_vector, now)
         lexical = dict(self.lexical.search(op.namespace, op.query, op.depth))
         found = self._fetch_items([*similarity, *lexical], now)
-        if any(i not in found for i in lexical):
-            self.lexical.forget_ghost(op.namespace)
+        if ghosts := [i for i in lexical if i not in found]:
+            self.lexical.forget_ghosts(op.namespace, ghosts)
         unscored = [i for i in lexical if i in found and i not in similarity]
         similarity.update(self._similarities(unscored, query_vector, found))
         return [
@@ -357,6 +368,30 @@ class ChromaStore(BaseStore):
             for item_id, (item, meta) in found.items()
             if meta.get(md.INDEXED) and md.matches_filter(item.value, op.filter)
         ]
+
+    def _dense_candidates(
+        self, op: HybridSearchOp, query_vector: list[float], now: float
+    ) -> dict[str, float]:
+        """Similarity of the query to the `op.depth` nearest items of the namespace (by their
+        first vector) that pass the filter; the mirror's id list stands in for a metadata
+        filter, which costs Chroma far more."""
+        ids = self.lexical.item_ids(op.namespace) if self.lexical else []
+        if not ids:
+            return {}
+        n = op.depth
+        while True:
+            res = self._items.query(
+                query_embeddings=[query_vector], n_results=min(n, len(ids)), ids=ids,
+                include=["distances", "metadatas"],
+            )
+            similarity = {
+                item_id: 1.0 - float(distance)
+                for item_id, distance, meta in zip(res["ids"][0], res["distances"][0], res["metadatas"][0])
+                if not md.expired(meta, now) and md.may_match(meta, op.filter)
+            }
+            if len(similarity) >= op.depth or n >= len(ids):
+                return similarity
+            n *= 4
 
     def _similarities(
         self,
@@ -442,8 +477,9 @@ class ChromaStore(BaseStore):
         by_item: dict[str, list[list[float]]] = {}
         position = 0
         for item_id, texts in batch.texts.items():
-            by_item[item_id] = doc_vectors[position : position + len(texts)]
-            position += len(texts)
+            if item_id not in batch.reused:
+                by_item[item_id] = doc_vectors[position : position + len(texts)]
+                position += len(texts)
         return by_item
 
     def _apply_puts(
@@ -455,18 +491,24 @@ class ChromaStore(BaseStore):
     ) -> None:
         ops = list(batch.puts.values())
         ids = [md.item_id(op.namespace, op.key) for op in ops]
-        previous: dict[str, dict[str, Any]] = {}
-        for chunk in self._chunks(ids):
-            got = self._items.get(ids=chunk, include=["metadatas"])
-            previous.update(zip(got["ids"], got["metadatas"]))
+        previous = batch.previous
+        if self.lexical is not None:
+            self.lexical.journal(
+                (op.namespace, i) for op, i in zip(ops, ids) if i in batch.texts or i in previous
+            )
         writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
+        counts = {
+            i: 1 + int(previous[i].get(md.EXTRA_VECTORS, 0)) if i in batch.reused
+            else len(vectors.get(i, ()))
+            for _, i in writes
+        }
         documents = self._lexical_documents(batch, writes)
         metadatas = [
-            _item_metadata(op, previous.get(i), len(vectors.get(i, ())), documents.get(i), now)
+            _item_metadata(op, previous.get(i), counts[i], batch.texts.get(i), documents.get(i), now)
             for op, i in writes
         ]
         records = [
-            (i, json.dumps(op.value, ensure_ascii=False), meta, (vectors.get(i) or [self._placeholder(i)])[0])
+            (i, json.dumps(op.value, ensure_ascii=False), meta, self._first_vector(i, batch, vectors))
             for (op, i), meta in zip(writes, metadatas)
         ]
         for chunk in self._chunks(records, write_chunk):
@@ -480,11 +522,10 @@ class ChromaStore(BaseStore):
         for chunk in self._chunks(extra, write_chunk):
             ids_, embeddings, metas = (list(col) for col in zip(*chunk))
             self._upsert(self._items, ids=ids_, embeddings=embeddings, metadatas=metas)
-        kept = {i: max(len(vectors.get(i, ())) - 1, 0) for _, i in writes}
         stale = [
             _extra_id(i, n)
             for i in ids
-            for n in range(kept.get(i, 0) + 1, int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
+            for n in range(max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
         ]
         deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
         for chunk in self._chunks(deleted + stale):
@@ -500,7 +541,20 @@ class ChromaStore(BaseStore):
                 for op, i in zip(ops, ids)
                 if i not in documents and previous.get(i, {}).get(md.LEXICAL)
             ]
-            self.lexical.apply(changed, gone)
+            unchanged = [
+                (op.namespace, i)
+                for op, i in writes
+                if i in documents and previous.get(i, {}).get(md.LEXICAL) == documents[i].digest
+            ]
+            self.lexical.apply(changed, gone, unchanged)
+
+    def _first_vector(
+        self, item_id: str, batch: chroma_plan.Plan, vectors: dict[str, list[list[float]]]
+    ) -> list[float]:
+        """The vector riding on the item record: new, kept, or a placeholder."""
+        if item_id in batch.reused:
+            return batch.reused[item_id]
+        return (vectors.get(item_id) or [self._placeholder(item_id)])[0]
 
     def _lexical_documents(
         self, batch: chroma_plan.Plan, writes: list[tuple[PutOp, str]]
@@ -521,17 +575,17 @@ class ChromaStore(BaseStore):
             for i, meta in metadata_by_id.items()
             for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
         ]
+        indexed = [
+            (md.namespace_from_metadata(meta), i)
+            for i, meta in metadata_by_id.items()
+            if meta.get(md.LEXICAL)
+        ]
+        if self.lexical is not None:
+            self.lexical.journal(indexed)
         for chunk in self._chunks(list(metadata_by_id) + extra):
             self._items.delete(ids=chunk)
         if self.lexical is not None:
-            self.lexical.apply(
-                [],
-                [
-                    (md.namespace_from_metadata(meta), i)
-                    for i, meta in metadata_by_id.items()
-                    if meta.get(md.LEXICAL)
-                ],
-            )
+            self.lexical.apply([], indexed)
 
     def _upsert(self, collection: Collection, **columns: Any) -> None:
         try:
@@ -584,6 +638,7 @@ def _item_metadata(
     op: PutOp,
     previous: dict[str, Any] | None,
     vector_count: int,
+    texts: list[str] | None,
     lexical: LexicalDocument | None,
     now: float,
 ) -> dict[str, Any]:
@@ -596,6 +651,8 @@ def _item_metadata(
         md.EXTRA_VECTORS: max(vector_count - 1, 0),
         **md.value_metadata(op.value or {}),
     }
+    if texts and vector_count:
+        meta[md.TEXTS] = md.texts_digest(texts)
     if lexical is not None:
         meta[md.LEXICAL] = lexical.digest
         if isinstance(op.index, list):

@@ -6,12 +6,19 @@ it has one (text that helps find the item without being it, such as the messages
 archived one). One lexical scope per collection and namespace, so BM25's statistics are a user's
 own and a namespace can be dropped whole.
 
-Consistency with Chroma: `ChromaStore` writes Chroma first and the index second, in the same
-`batch`. Each item's metadata records the digest of its lexical document, so the index can be
-checked against Chroma: before a namespace is first searched in a process (and again after any
-failed index write, or every `refresh_seconds` when other machines may write to the same server),
-`ensure_fresh` compares the two and replays only the differences. A crash between the two writes
-is therefore repaired on the next search, whichever of the two it interrupted.
+Consistency with Chroma, in three parts:
+
+- every write journals the ids it is about to change (`LexicalIndex.mark_pending`, committed)
+  before it touches Chroma, and the index write that follows clears them; after a crash, the ids
+  still journaled are re-read from Chroma before their namespace is next searched, whichever of
+  the two writes the crash interrupted;
+- an index file that has never mirrored the collection (new, deleted, or data written by an
+  engram without the lexical channel) is rebuilt from Chroma once;
+- against a Chroma server, which other machines may write to, a namespace is compared with
+  Chroma in full every `refresh_seconds`.
+
+The mirror also lists a namespace's indexed items, which lets the dense channel of a hybrid
+search ask Chroma for those ids instead of a metadata filter (several times faster).
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +47,16 @@ CONTEXT_FIELD = "context"
 """A value's top-level string field that is lexical context of the item (counts half)."""
 
 REMOTE_REFRESH_SECONDS = 60.0
-"""How often a namespace is re-checked against a Chroma server other machines may write to."""
+"""How often a namespace is compared in full with a Chroma server other machines may write to."""
+
+_READ_CHUNK = 1000
+_SCAN_PAGE = 10_000
+
+Namespace = tuple[str, ...]
+
+
+class LexicalIndexError(RuntimeError):
+    """The lexical index file cannot be read or written."""
 
 
 class LexicalMirror:
@@ -47,16 +64,16 @@ class LexicalMirror:
 
     Args:
         index: The BM25 index.
-        collection: Name of the Chroma collection (part of every scope).
+        collection: The Chroma collection it mirrors.
         default_paths: The store's index `fields`, for items put without their own.
-        refresh_seconds: Re-check a namespace against Chroma this often; None: only once per
-            process and after failed writes (right when this process is the only writer).
+        refresh_seconds: Compare a namespace with Chroma in full this often (None: never; right
+            when all writers share this index file).
     """
 
     def __init__(
         self,
         index: LexicalIndex,
-        collection: str,
+        collection: Collection,
         default_paths: list[str],
         *,
         refresh_seconds: float | None = None,
@@ -66,118 +83,189 @@ class LexicalMirror:
         self.default_paths = default_paths
         self.refresh_seconds = refresh_seconds
         self._checked: dict[str, float] = {}
+        self._ids: dict[str, list[str]] = {}
+        self._data_version: int | None = None
         self._lock = threading.Lock()
 
     def scope(self, namespace: Sequence[str]) -> str:
         """The index scope of a namespace (labels never contain `.`)."""
-        return f"{self.collection}/{'.'.join(namespace)}"
+        return f"{self.collection.name}/{'.'.join(namespace)}"
 
-    # -- writes (called by ChromaStore after its Chroma writes) -------------------------------
+    # -- writes (ChromaStore journals, writes Chroma, then applies) ----------------------------
+
+    def journal(self, entries: Iterable[tuple[Namespace, str]]) -> None:
+        """Record the items a write is about to change, before Chroma is touched.
+
+        Raises:
+            LexicalIndexError: The index cannot be written; the write must not go ahead.
+        """
+        with self._guard("journal a write in"):
+            for scope, ids in self._by_scope(entries).items():
+                self.index.mark_pending(scope, ids)
+                self._ids.pop(scope, None)
 
     def apply(
         self,
-        upserts: Iterable[tuple[tuple[str, ...], LexicalDocument]],
-        deletes: Iterable[tuple[tuple[str, ...], str]],
+        upserts: Iterable[tuple[Namespace, LexicalDocument]],
+        deletes: Iterable[tuple[Namespace, str]],
+        unchanged: Iterable[tuple[Namespace, str]] = (),
     ) -> None:
-        """Upsert and delete documents; a failure is logged and the namespaces re-checked later."""
-        by_scope: dict[str, tuple[list[LexicalDocument], list[str]]] = {}
-        for namespace, doc in upserts:
-            by_scope.setdefault(self.scope(namespace), ([], []))[0].append(doc)
-        for namespace, item_id in deletes:
-            by_scope.setdefault(self.scope(namespace), ([], []))[1].append(item_id)
-        for scope, (docs, ids) in by_scope.items():
+        """Write the documents Chroma now holds and clear the journal. A failure is logged:
+        the ids stay journaled and are repaired before their namespace is next searched."""
+        docs = self._by_scope(upserts)
+        gone = self._by_scope(deletes)
+        same = self._by_scope(unchanged)
+        for scope in {*docs, *gone, *same}:
             try:
-                if ids:
-                    self.index.delete(scope, ids)
-                if docs:
-                    self.index.upsert(scope, docs)
-                elif ids and self.index.count(scope) == 0:
+                if gone.get(scope):
+                    self.index.delete(scope, gone[scope])
+                if docs.get(scope):
+                    self.index.upsert(scope, docs[scope])
+                if same.get(scope):
+                    self.index.clear_pending(scope, same[scope])
+                if gone.get(scope) and not docs.get(scope) and self.index.count(scope) == 0:
                     self.index.drop_scope(scope)
             except sqlite3.Error:
                 logger.warning(
                     "lexical index write failed for %s; it is repaired from Chroma before the "
-                    "next search of that namespace",
-                    scope,
-                    exc_info=True,
+                    "next search of that namespace", scope, exc_info=True,
                 )
-                self._forget_check(scope)
+                self._checked.pop(scope, None)
+            self._ids.pop(scope, None)
 
     # -- reads --------------------------------------------------------------------------------
 
-    def search(self, namespace: tuple[str, ...], query: str, limit: int) -> list[tuple[str, float]]:
-        """(item id, BM25 score), best first."""
-        return self.index.search(self.scope(namespace), query, limit=limit)
-
-    def ensure_fresh(self, namespace: tuple[str, ...], items: Collection, now: float) -> None:
-        """Make the namespace's documents equal Chroma's, unless that was checked recently."""
+    def ensure_fresh(self, namespace: Namespace, now: float) -> None:
+        """Repair what a crash or another writer may have left different, before a search."""
         scope = self.scope(namespace)
-        with self._lock:
+        with self._lock, self._guard("read"):
+            version = self.index.data_version()
+            if version != self._data_version:  # another process wrote: our caches are stale
+                self._ids.clear()
+                self._data_version = version
+            built = f"mirrors:{self.collection.id}"
+            if self.index.get_meta(built) is None:
+                self._reconcile(None, now)
+                self.index.set_meta(built, str(time.time()))
+                self._checked.clear()
             checked = self._checked.get(scope)
-            if checked is not None and (
-                self.refresh_seconds is None or time.monotonic() - checked < self.refresh_seconds
-            ):
+            if checked is None:
+                self._repair(scope, self.index.pending().get(scope, []), now)
+            elif self.refresh_seconds is not None and time.monotonic() - checked > self.refresh_seconds:
+                self._reconcile(namespace, now)
+            else:
                 return
-            self._reconcile(namespace, scope, items, now)
             self._checked[scope] = time.monotonic()
+            self._ids.pop(scope, None)
 
-    def forget_ghost(self, namespace: tuple[str, ...]) -> None:
-        """A searched document had no item in Chroma: re-check the namespace next time."""
-        self._forget_check(self.scope(namespace))
+    def item_ids(self, namespace: Namespace) -> list[str]:
+        """The ids of the namespace's items that have vectors (and so a lexical document)."""
+        scope = self.scope(namespace)
+        ids = self._ids.get(scope)
+        if ids is None:
+            with self._guard("read"):
+                ids = self._ids[scope] = self.index.ids(scope)
+        return ids
+
+    def search(self, namespace: Namespace, query: str, limit: int) -> list[tuple[str, float]]:
+        """(item id, BM25 score), best first."""
+        with self._guard("search"):
+            return self.index.search(self.scope(namespace), query, limit=limit)
+
+    def forget_ghosts(self, namespace: Namespace, ids: list[str]) -> None:
+        """Searched documents had no item in Chroma: repair them before the next search."""
+        scope = self.scope(namespace)
+        with self._guard("journal a repair in"):
+            self.index.mark_pending(scope, ids)
+        self._checked.pop(scope, None)
 
     # -- documents ----------------------------------------------------------------------------
 
     def document(self, item_id: str, value: dict[str, Any], texts: Sequence[str]) -> LexicalDocument:
         """The lexical document of an item whose index fields selected `texts`."""
         context = value.get(CONTEXT_FIELD)
-        return LexicalDocument(
-            item_id, "\n".join(texts), context if isinstance(context, str) else ""
-        )
+        return LexicalDocument(item_id, "\n".join(texts), context if isinstance(context, str) else "")
 
-    def texts_of(self, value: dict[str, Any], paths: list[str] | None) -> list[str]:
-        """What the index fields `paths` (default: the store's) select from `value`."""
-        return [
+    def stored_document(self, item_id: str, document: str, meta: dict[str, Any]) -> LexicalDocument:
+        """The lexical document of an item as Chroma holds it (value JSON and metadata)."""
+        value = json.loads(document)
+        paths = json.loads(meta[md.INDEX_PATHS]) if meta.get(md.INDEX_PATHS) else self.default_paths
+        texts = [
             text
-            for path in (paths or self.default_paths)
+            for path in paths
             for text in get_text_at_path(value, path if path == "$" else tokenize_path(path))
         ]
+        return self.document(item_id, value, texts)
 
     # -- private ------------------------------------------------------------------------------
 
-    def _forget_check(self, scope: str) -> None:
-        with self._lock:
-            self._checked.pop(scope, None)
-
-    def _reconcile(self, namespace: tuple[str, ...], scope: str, items: Collection, now: float) -> None:
-        where = md.combine(md.namespace_clauses(namespace))
-        got = items.get(where=where, include=["metadatas"])
-        wanted = {
-            item_id: meta[md.LEXICAL]
-            for item_id, meta in zip(got["ids"], got["metadatas"])
-            if md.ITEM_ID not in meta and meta.get(md.LEXICAL) and not md.expired(meta, now)
-        }
-        have = self.index.digests(scope)
-        stale = [i for i in have if i not in wanted]
-        missing = [i for i, digest in wanted.items() if have.get(i) != digest]
+    def _repair(self, scope: str, ids: list[str], now: float) -> None:
+        """Re-read journaled ids from Chroma and write what it holds."""
+        namespace = tuple(scope.split("/", 1)[1].split("."))
         docs: list[LexicalDocument] = []
-        for start in range(0, len(missing), 1000):
-            chunk = items.get(ids=missing[start : start + 1000], include=["documents", "metadatas"])
-            for item_id, document, meta in zip(chunk["ids"], chunk["documents"], chunk["metadatas"]):
-                value = json.loads(document)
-                paths = json.loads(meta[md.INDEX_PATHS]) if meta.get(md.INDEX_PATHS) else None
-                docs.append(self.document(item_id, value, self.texts_of(value, paths)))
-        if stale or docs:
-            logger.info(
-                "lexical index of %s repaired from Chroma: %d added or updated, %d removed",
-                scope, len(docs), len(stale),
+        found: set[str] = set()
+        for chunk in _chunks(ids):
+            got = self.collection.get(ids=chunk, include=["documents", "metadatas"])
+            for item_id, document, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+                if meta.get(md.INDEXED) and not md.expired(meta, now):
+                    docs.append(self.stored_document(item_id, document, meta))
+                    found.add(item_id)
+        if ids:
+            logger.info("lexical index of %s: %d journaled writes repaired from Chroma", scope, len(ids))
+        self.apply(
+            [(namespace, d) for d in docs], [(namespace, i) for i in ids if i not in found]
+        )
+
+    def _reconcile(self, namespace: Namespace | None, now: float) -> None:
+        """Compare one namespace (or the whole collection) with Chroma and fix the index."""
+        where = md.combine(md.namespace_clauses(namespace)) if namespace else None
+        wanted: dict[str, dict[str, str | None]] = {}
+        offset = 0
+        while True:
+            got = self.collection.get(
+                where=where, include=["metadatas"], limit=_SCAN_PAGE, offset=offset
             )
-            self.apply([(namespace, d) for d in docs], [(namespace, i) for i in stale])
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                if md.ITEM_ID not in meta and meta.get(md.INDEXED) and not md.expired(meta, now):
+                    scope = self.scope(md.namespace_from_metadata(meta))
+                    wanted.setdefault(scope, {})[item_id] = meta.get(md.LEXICAL)
+            if len(got["ids"]) < _SCAN_PAGE:
+                break
+            offset += _SCAN_PAGE
+        scopes = [self.scope(namespace)] if namespace else self.index.scopes()
+        scopes = [s for s in scopes if s.startswith(f"{self.collection.name}/")]
+        for scope in dict.fromkeys([*scopes, *wanted]):
+            want = wanted.get(scope, {})
+            have = self.index.digests(scope)
+            stale = [i for i in have if i not in want]
+            missing = [i for i, digest in want.items() if digest is None or have.get(i) != digest]
+            if stale or missing:
+                self.index.mark_pending(scope, [*stale, *missing])
+                self._repair(scope, [*stale, *missing], now)
+
+    def _by_scope(self, entries: Iterable[tuple[Namespace, Any]]) -> dict[str, list[Any]]:
+        grouped: dict[str, list[Any]] = {}
+        for namespace, entry in entries:
+            grouped.setdefault(self.scope(namespace), []).append(entry)
+        return grouped
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            where = self.index.path or "memory"
+            raise LexicalIndexError(
+                f"cannot {action} the lexical index ({where}): {exc}; if the file is damaged, "
+                "delete it: it is rebuilt from Chroma"
+            ) from exc
 
 
-def lexical_index_for(client: ClientAPI, collection: str) -> tuple[LexicalIndex, float | None]:
-    """Where a store on `client` keeps its lexical index, and how often to re-check it.
+def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
+    """Where a store on `client` keeps its lexical index, and how often to compare it in full.
 
     A `PersistentClient`: `lexical.sqlite3` in its own folder, beside Chroma's files. A Chroma
-    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`, re-checked
+    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`, compared
     every `REMOTE_REFRESH_SECONDS` (other machines may write). Otherwise (an in-memory client):
     in memory too.
     """
@@ -186,12 +274,15 @@ def lexical_index_for(client: ClientAPI, collection: str) -> tuple[LexicalIndex,
         tenant = getattr(client, "tenant", "default_tenant")
         database = getattr(client, "database", "default_database")
         name = f"{settings.chroma_server_host}-{settings.chroma_server_http_port}-{tenant}-{database}"
-        folder = default_data_dir() / "lexical" / _safe(name)
+        folder = default_data_dir() / "lexical" / "".join(
+            c if c.isalnum() or c in "._-" else "_" for c in name
+        )
         return LexicalIndex(folder), REMOTE_REFRESH_SECONDS
     if settings.is_persistent and settings.persist_directory:
         return LexicalIndex(Path(settings.persist_directory)), None
     return LexicalIndex(), None
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+def _chunks(ids: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), _READ_CHUNK):
+        yield ids[start : start + _READ_CHUNK]

@@ -35,11 +35,29 @@ class Plan:
     list_ops: list[tuple[int, ListNamespacesOp]] = field(default_factory=list)
     puts: dict[tuple[tuple[str, ...], str], PutOp] = field(default_factory=dict)
     texts: dict[str, list[str]] = field(default_factory=dict)
-    """Item id -> the texts to embed for it, in field order (the first one rides on the item)."""
+    """Item id -> the texts its index fields select, in field order (the first vector rides on
+    the item)."""
     queries: set[str] = field(default_factory=set)
+    previous: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Item id -> the metadata of the item the batch's puts replace (read before embedding)."""
+    reused: dict[str, list[float]] = field(default_factory=dict)
+    """Item id -> its stored first vector, kept (with any others) because its texts did not
+    change."""
 
     def flat_texts(self) -> list[str]:
-        return [text for texts in self.texts.values() for text in texts]
+        """The texts to embed: those of items whose vectors are not reused."""
+        return [t for i, texts in self.texts.items() if i not in self.reused for t in texts]
+
+    def mark_reusable(
+        self, previous: dict[str, dict[str, Any]], vectors: dict[str, list[float]]
+    ) -> None:
+        """Record the replaced items' metadata and first vectors; items whose texts did not
+        change keep their vectors."""
+        self.previous = previous
+        for item_id, texts in self.texts.items():
+            meta = previous.get(item_id, {})
+            if meta.get(md.INDEXED) and meta.get(md.TEXTS) == md.texts_digest(texts):
+                self.reused[item_id] = vectors[item_id]
 
 
 def index_fields(paths: list[str] | None) -> Fields:

@@ -12,9 +12,12 @@ dropping a scope removes everything of it. A document may carry `context`: text 
 but is not it, such as the message a chat turn replies to. Context terms count `context_weight`
 (default 0.5) as much as the document's own.
 
-Keeping it consistent with an embedded store: `upsert` and `delete` are idempotent and atomic (one
-SQLite transaction each), and `digests` returns each document's content fingerprint, so a caller can
-compare the index with its primary store after a crash and replay only what differs.
+Keeping it consistent with a primary store (`ChromaStore` keeps one): `upsert` and `delete` are
+idempotent and atomic (one SQLite transaction each). Before changing documents in its own store, the
+caller journals their ids with `mark_pending` (committed at once); `upsert` and `delete` clear the
+marks of the ids they write, in the same transaction. Ids still `pending` after a crash are the only
+ones that can disagree with the primary store: re-read them there and write them again. `digests`
+returns each document's content fingerprint, for a full comparison.
 """
 
 from __future__ import annotations
@@ -167,6 +170,7 @@ class LexicalIndex:
         rows = [(doc, self._terms(doc)) for doc in documents]  # tokenize outside the lock
         with self._transaction():
             table = self._table(scope, create=True)
+            self._clear_pending(scope, [doc.id for doc, _ in rows])
             for doc, (text_terms, context_terms) in rows:
                 self._delete_one(scope, table, doc.id)
                 cursor = self._db.execute(
@@ -180,7 +184,9 @@ class LexicalIndex:
 
     def delete(self, scope: str, ids: Iterable[str]) -> None:
         """Remove documents by id; unknown ids are ignored."""
+        ids = list(ids)
         with self._transaction():
+            self._clear_pending(scope, ids)
             table = self._table(scope, create=False)
             if table is not None:
                 for doc_id in ids:
@@ -194,6 +200,41 @@ class LexicalIndex:
                 self._db.execute(f"DROP TABLE {table}")
                 self._db.execute("DELETE FROM docs WHERE scope = ?", (scope,))
                 self._db.execute("DELETE FROM scopes WHERE scope = ?", (scope,))
+
+    def mark_pending(self, scope: str, ids: Iterable[str]) -> None:
+        """Journal ids whose documents are about to change in the caller's primary store."""
+        with self._transaction():
+            self._db.executemany(
+                "INSERT OR IGNORE INTO pending(scope, doc_id) VALUES (?, ?)",
+                [(scope, doc_id) for doc_id in ids],
+            )
+
+    def clear_pending(self, scope: str, ids: Iterable[str]) -> None:
+        """Drop journal marks (the ids turned out unchanged, or were repaired)."""
+        with self._transaction():
+            self._clear_pending(scope, list(ids))
+
+    def pending(self) -> dict[str, list[str]]:
+        """Journaled ids not written since, by scope."""
+        with self._lock:
+            rows = self._db.execute("SELECT scope, doc_id FROM pending ORDER BY scope").fetchall()
+        found: dict[str, list[str]] = {}
+        for scope, doc_id in rows:
+            found.setdefault(scope, []).append(doc_id)
+        return found
+
+    def get_meta(self, key: str) -> str | None:
+        """A caller's setting stored with the index (None if unset)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", ("user:" + key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a caller's setting with the index."""
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", ("user:" + key, value)
+            )
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -220,6 +261,17 @@ class LexicalIndex:
                 (expression, f"bm25(1.0, {self.context_weight!r})", limit),
             ).fetchall()
         return [(doc_id, -rank) for doc_id, rank in rows]
+
+    def ids(self, scope: str) -> list[str]:
+        """Every document id of `scope`."""
+        with self._lock:
+            rows = self._db.execute("SELECT doc_id FROM docs WHERE scope = ?", (scope,))
+            return [row[0] for row in rows.fetchall()]
+
+    def data_version(self) -> int:
+        """Changes when another connection (another process) commits to the index file."""
+        with self._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0]
 
     def digests(self, scope: str) -> dict[str, str]:
         """Every document id of `scope` with its `LexicalDocument.digest`."""
@@ -281,6 +333,10 @@ class LexicalIndex:
                 "text TEXT NOT NULL, context TEXT NOT NULL, digest TEXT NOT NULL, "
                 "UNIQUE(scope, doc_id))"
             )
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS pending(scope TEXT NOT NULL, doc_id TEXT NOT NULL, "
+                "PRIMARY KEY(scope, doc_id))"
+            )
             row = self._db.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
             if row is not None and row[0] != self.tokenizer.signature:
                 self._retokenize(previous=row[0])
@@ -323,6 +379,11 @@ class LexicalIndex:
         )
         self._db.execute("INSERT INTO scopes(scope, tab) VALUES (?, ?)", (scope, table))
         return table
+
+    def _clear_pending(self, scope: str, ids: list[str]) -> None:
+        self._db.executemany(
+            "DELETE FROM pending WHERE scope = ? AND doc_id = ?", [(scope, i) for i in ids]
+        )
 
     def _delete_one(self, scope: str, table: str, doc_id: str) -> None:
         row = self._db.execute(
