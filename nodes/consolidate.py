@@ -21,6 +21,10 @@ the same messages writes nothing new (`consolidated_message_ids`, and the write 
 idempotent). Incognito runs extract and write nothing, and their messages are never extracted
 later. A graph compiled without a store extracts nothing (and keeps no evicted messages).
 
+It also counts the turn's recall of the memories `start` put in the prompt (`access_count`,
+`last_accessed`: what recency and forgetting read), here rather than in `start`, so that the write
+never delays the reply.
+
 Each thread is also recorded once in the user's thread registry (`("threads", user_id)`,
 `engram.stores.user_data`), incognito runs included, so that deleting a user (`engram memory
 delete --all`) finds the thread's checkpoints.
@@ -103,6 +107,8 @@ def make_consolidate(
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         update = await _extract_and_write(state, runtime)
+        if failure := await _count_recalls(state, runtime):
+            update["failures"] = [*update.get("failures", []), failure]
         if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
             update.update(await _register_thread(runtime))
         return update
@@ -177,6 +183,19 @@ def make_consolidate(
         }
 
     return consolidate
+
+
+async def _count_recalls(state: EngramState, runtime: Runtime[Context]) -> dict[str, str] | None:
+    """Count this turn's recall of the memories `start` put in the prompt (their
+    `access_count` and `last_accessed`), after the reply rather than before it."""
+    used = state.get("built_context", {}).get("memory_ids", [])
+    if state.get("end_session") or runtime.store is None or not used:
+        return None
+    try:
+        await LongTermMemory(runtime.store).atouch(runtime.context.user_id, used)
+    except RECOVERABLE_ERRORS as exc:
+        return record_failure("recall_stats", exc)
+    return None
 
 
 async def _register_thread(runtime: Runtime[Context]) -> dict[str, Any]:

@@ -362,7 +362,8 @@ async def recall(
     ltm = LongTermMemory(store)
     async with asyncio.timeout(ctx.recall_timeout_ms / 1000):
         if ctx.recall_k > 0:
-            memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k)
+            # the access statistics are written at the end of the turn (`consolidate`)
+            memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k, touch=False)
         if ctx.recall_episodes > 0:
             episodes = await ltm.asearch_episodes(
                 ctx.user_id, query, k=ctx.recall_episodes, min_similarity=ctx.episode_min_similarity

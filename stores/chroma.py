@@ -45,8 +45,8 @@ from langgraph.store.base import (
 
 from engram.stores import chroma_metadata as md
 from engram.stores import chroma_plan
+from engram.stores.chroma_hybrid import hybrid_search
 from engram.stores.chroma_lexical import LexicalMirror, lexical_index_for
-from engram.stores.hybrid import HybridHit, HybridSearchOp
 from engram.stores.lexical import LexicalDocument, LexicalIndex
 from engram.stores.paths import default_chroma_path
 
@@ -277,7 +277,15 @@ class ChromaStore(BaseStore):
                 for item, meta in hits:
                     _note_refresh(refresh, md.item_id(item.namespace, item.key), meta, now)
         for i, op in batch.hybrids:
-            results[i] = self._hybrid_search(op, query_vectors.get(op.query), now)
+            if self.lexical is None or op.query not in query_vectors:
+                raise NotImplementedError(
+                    "this ChromaStore has no hybrid search: give it an index config (and do not "
+                    "pass lexical=False)"
+                )
+            results[i] = hybrid_search(
+                op, query_vectors[op.query], collection=self._items, mirror=self.lexical,
+                fetch_items=self._fetch_items, now=now,
+            )
         for i, op in batch.list_ops:
             results[i] = self._list_namespaces(op, now)
         if refresh:
@@ -339,88 +347,13 @@ class ChromaStore(BaseStore):
             )
             scores: dict[str, float] = {}
             for record_id, distance in zip(res["ids"][0], res["distances"][0]):
-                item_id = _owner(record_id)
+                item_id = md.record_owner(record_id)
                 scores[item_id] = max(1.0 - float(distance), scores.get(item_id, -2.0))
             ranked = sorted(scores, key=scores.__getitem__, reverse=True)
             hits = self._page(ranked, scores, op, now)
             if len(res["ids"][0]) < n or len(hits) >= op.limit:
                 return hits
             n *= 4
-
-    def _hybrid_search(
-        self, op: HybridSearchOp, query_vector: list[float] | None, now: float
-    ) -> list[HybridHit]:
-        if self.lexical is None or query_vector is None:
-            raise NotImplementedError(
-                "this ChromaStore has no hybrid search: give it an index config (and do not pass "
-                "lexical=False)"
-            )
-        self.lexical.ensure_fresh(op.namespace, now)
-        similarity = self._dense_candidates(op, query_vector, now)
-        lexical = dict(self.lexical.search(op.namespace, op.query, op.depth))
-        found = self._fetch_items([*similarity, *lexical], now)
-        if ghosts := [i for i in lexical if i not in found]:
-            self.lexical.forget_ghosts(op.namespace, ghosts)
-        unscored = [i for i in lexical if i in found and i not in similarity]
-        similarity.update(self._similarities(unscored, query_vector, found))
-        return [
-            HybridHit(_search_item(item, similarity.get(item_id, 0.0)), lexical.get(item_id))
-            for item_id, (item, meta) in found.items()
-            if meta.get(md.INDEXED) and md.matches_filter(item.value, op.filter)
-        ]
-
-    def _dense_candidates(
-        self, op: HybridSearchOp, query_vector: list[float], now: float
-    ) -> dict[str, float]:
-        """Similarity of the query to the `op.depth` nearest items of the namespace (by their
-        first vector) that pass the filter; the mirror's id list stands in for a metadata
-        filter, which costs Chroma far more."""
-        ids = self.lexical.item_ids(op.namespace) if self.lexical else []
-        if not ids:
-            return {}
-        n = op.depth
-        while True:
-            res = self._items.query(
-                query_embeddings=[query_vector], n_results=min(n, len(ids)), ids=ids,
-                include=["distances", "metadatas"],
-            )
-            similarity = {
-                item_id: 1.0 - float(distance)
-                for item_id, distance, meta in zip(res["ids"][0], res["distances"][0], res["metadatas"][0])
-                if not md.expired(meta, now) and md.may_match(meta, op.filter)
-            }
-            if len(similarity) >= op.depth or n >= len(ids):
-                return similarity
-            n *= 4
-
-    def _similarities(
-        self,
-        item_ids: list[str],
-        query_vector: list[float],
-        found: dict[str, tuple[Item, dict[str, Any]]],
-    ) -> dict[str, float]:
-        """Cosine similarity of the query to each item's best vector, read back from Chroma."""
-        records = [
-            record
-            for item_id in item_ids
-            for record in [
-                item_id,
-                *(_extra_id(item_id, n) for n in range(1, int(found[item_id][1].get(md.EXTRA_VECTORS, 0)) + 1)),
-            ]
-        ]
-        if not records:
-            return {}
-        query = np.asarray(query_vector, dtype=np.float64)
-        query /= np.linalg.norm(query) or 1.0
-        best: dict[str, float] = {}
-        for chunk in self._chunks(records):
-            got = self._items.get(ids=chunk, include=["embeddings"])
-            for record_id, vector in zip(got["ids"], got["embeddings"]):
-                v = np.asarray(vector, dtype=np.float64)
-                cosine = float(v @ query / (np.linalg.norm(v) or 1.0))
-                owner = _owner(record_id)
-                best[owner] = max(cosine, best.get(owner, -2.0))
-        return best
 
     def _page(
         self, ranked_ids: list[str], scores: dict[str, float], op: SearchOp, now: float
@@ -515,7 +448,7 @@ class ChromaStore(BaseStore):
             ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
             self._upsert(self._items, ids=ids_, documents=docs, metadatas=metas, embeddings=embeddings)
         extra = [
-            (_extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
+            (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
             for (_, i), meta in zip(writes, metadatas)
             for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
         ]
@@ -523,7 +456,7 @@ class ChromaStore(BaseStore):
             ids_, embeddings, metas = (list(col) for col in zip(*chunk))
             self._upsert(self._items, ids=ids_, embeddings=embeddings, metadatas=metas)
         stale = [
-            _extra_id(i, n)
+            md.extra_id(i, n)
             for i in ids
             for n in range(max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
         ]
@@ -571,7 +504,7 @@ class ChromaStore(BaseStore):
     def _delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
         """Delete items, then their extra vectors (an orphan vector is never returned)."""
         extra = [
-            _extra_id(i, n)
+            md.extra_id(i, n)
             for i, meta in metadata_by_id.items()
             for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
         ]
@@ -663,15 +596,6 @@ def _item_metadata(
     for stale in set(previous or {}) - set(meta):
         meta[stale] = None  # Chroma merges metadata on upsert; None removes the old field
     return meta
-
-
-def _extra_id(item_id: str, n: int) -> str:
-    """The record of an item's (n+1)-th vector; item ids are hex, so the colon marks extras."""
-    return f"{item_id}:{n}"
-
-
-def _owner(record_id: str) -> str:
-    return record_id.split(":", 1)[0]
 
 
 def _searchable(meta: dict[str, Any]) -> dict[str, Any]:

@@ -77,6 +77,16 @@ def value_metadata(value: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
+def extra_id(item_id: str, n: int) -> str:
+    """The record of an item's (n+1)-th vector; item ids are hex, so the colon marks extras."""
+    return f"{item_id}:{n}"
+
+
+def record_owner(record_id: str) -> str:
+    """The item a record (the item's own or one of its extra vectors) belongs to."""
+    return record_id.split(":", 1)[0]
+
+
 def texts_digest(texts: list[str]) -> str:
     """Identifies the list of texts an item's vectors come from."""
     return hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()[:32]

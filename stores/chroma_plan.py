@@ -19,6 +19,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores import chroma_metadata as md
+from engram.stores.fusion import FUSION_METHODS
 from engram.stores.hybrid import HybridSearchOp
 
 Fields = list[tuple[str, Any]]
@@ -115,6 +116,12 @@ def _check_hybrid(op: HybridSearchOp) -> None:
             )
     if not isinstance(op.query, str) or not op.query.strip():
         raise ValueError("a hybrid search needs a non-empty query; use SearchOp to list items")
-    if op.depth < 1:
-        raise ValueError(f"a hybrid search's depth must be >= 1, got {op.depth}")
+    if op.depth < 1 or op.limit < 1:
+        raise ValueError(
+            f"a hybrid search's depth and limit must be >= 1, got {op.depth} and {op.limit}"
+        )
+    if op.fusion not in FUSION_METHODS:
+        raise ValueError(f"unknown fusion method {op.fusion!r}: use one of {FUSION_METHODS}")
+    if not 0.0 <= op.lexical_weight <= 1.0:
+        raise ValueError(f"lexical_weight must be between 0 and 1, got {op.lexical_weight}")
     md.validate_filter(op.filter)

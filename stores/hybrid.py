@@ -1,10 +1,11 @@
-"""Hybrid search as a store operation: dense and lexical candidates of one namespace, both scored.
+"""Hybrid search as a store operation: lexical and dense candidates of one namespace, fused.
 
-LangGraph's `SearchOp` ranks by one score. Hybrid recall needs two: the query's cosine similarity
-to an item (the dense channel) and its BM25 score (the lexical channel), so that the caller can
-fuse them (`engram.stores.fusion`) and still gate on similarity. A store that can answer it sets
-`supports_hybrid = True` and accepts `HybridSearchOp` in `batch`/`abatch` (`ChromaStore` does, with
-its `LexicalIndex`); `LongTermMemory` falls back to a plain `SearchOp` on other stores.
+LangGraph's `SearchOp` ranks by one score. Hybrid recall needs two channels, the query's cosine
+similarity to an item (dense) and its BM25 score (lexical), fused into one relevance
+(`engram.stores.fusion`), while the caller can still see, and gate on, the similarity. A store
+that can answer it sets `supports_hybrid = True` and accepts `HybridSearchOp` in
+`batch`/`abatch` (`ChromaStore` does, with its lexical index); `LongTermMemory` falls back to a
+plain `SearchOp` on other stores.
 """
 
 from __future__ import annotations
@@ -14,35 +15,42 @@ from typing import Any, NamedTuple
 
 from langgraph.store.base import BaseStore, SearchItem
 
+from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
+
 
 class HybridSearchOp(NamedTuple):
-    """Candidates for `query` in exactly `namespace`, from both channels.
+    """The `limit` items of exactly `namespace` that best match `query`, by fused relevance.
 
-    The result is a list of `HybridHit`: the union of the `depth` items most similar to the query
-    and the `depth` items with the best BM25 scores, each passing `filter` (the same conditions
-    as `SearchOp`), in no particular order. Every hit has its cosine similarity, also the ones
-    only the lexical channel found.
+    Candidates are the `depth` items most similar to the query and the `depth` items with the
+    best BM25 scores, each passing `filter` (the same conditions as `SearchOp`). The result is a
+    list of `HybridHit`, best first.
     """
 
     namespace: tuple[str, ...]
     query: str
     filter: dict[str, Any] | None = None
+    limit: int = 10
     depth: int = 50
-    """Candidates taken from each channel."""
+    """Candidates taken from each channel before fusing."""
+    fusion: FusionMethod = "relative"
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    """The lexical channel's share of the fused relevance (1: lexical only, 0: dense only)."""
 
 
 @dataclass(frozen=True)
 class HybridHit:
-    """One candidate of a `HybridSearchOp`."""
+    """One result of a `HybridSearchOp`."""
 
     item: SearchItem
-    """The item; its `score` is the query's cosine similarity (best vector of the item)."""
+    """The item; its `score` is the fused relevance."""
+    similarity: float
+    """Cosine similarity of the query to the item's best vector."""
     lexical: float | None
     """BM25 score of the item for the query; None when the lexical channel did not return it."""
 
     @property
-    def similarity(self) -> float:
-        """The dense channel's score (0 for an item without vectors)."""
+    def relevance(self) -> float:
+        """The fused relevance (the item's score)."""
         return float(self.item.score or 0.0)
 
 

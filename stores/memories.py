@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import TypeVar
 
-from langgraph.store.base import BaseStore, SearchItem
+from langgraph.store.base import BaseStore, GetOp, SearchItem
 
 from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.hybrid import supports_hybrid
@@ -33,6 +33,7 @@ from engram.stores.memory_policy import (
     list_steps,
     search_steps,
     set_forgotten_steps,
+    touch_steps,
     upsert_steps,
 )
 from engram.stores.memory_types import (
@@ -190,6 +191,15 @@ class LongTermMemory:
         """Sync `asearch_episodes`."""
         return self._run(self._search_episodes(user_id, query, k, min_similarity))
 
+    async def atouch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """Count a recall of these memories (`access_count`, `last_accessed`), for recalls made
+        with `touch=False`; unknown ids are skipped. Returns the memories as stored now."""
+        return await self._arun(self._touch(user_id, memory_ids))
+
+    def touch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """Sync `atouch`."""
+        return self._run(self._touch(user_id, memory_ids))
+
     # -- writes -------------------------------------------------------------------------------
 
     async def aupsert(
@@ -305,6 +315,12 @@ class LongTermMemory:
             include_superseded=include_superseded, include_forgotten=include_forgotten,
             touch=touch, now=self.clock(), settings=self.recall,
         )
+
+    def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:
+        namespace = self.namespace(user_id)
+        found = yield [GetOp(namespace, i) for i in dict.fromkeys(memory_ids)]
+        memories = [Memory.from_item(item) for item in found if item is not None]
+        return (yield from touch_steps(namespace, memories, now=self.clock()))
 
     def _search_episodes(
         self, user_id: str, query: str, k: int, min_similarity: float

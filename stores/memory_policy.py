@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from langgraph.store.base import GetOp, Op, PutOp, Result, SearchItem, SearchOp
 
-from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod, fuse
+from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.hybrid import HybridHit, HybridSearchOp
 from engram.stores.memory_types import (
     Memory,
@@ -114,18 +114,23 @@ def search_steps(
     scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
     top = scored[:k]
     if touch and top:
-        stamp = now.isoformat()
-        top = [
-            replace(
-                s,
-                memory=s.memory.model_copy(
-                    update={"access_count": s.memory.access_count + 1, "last_accessed": stamp}
-                ),
-            )
-            for s in top
-        ]
-        yield [_put(namespace, s.memory) for s in top]
+        touched = yield from touch_steps(namespace, [s.memory for s in top], now=now)
+        top = [replace(s, memory=m) for s, m in zip(top, touched, strict=True)]
     return top
+
+
+def touch_steps(
+    namespace: tuple[str, ...], memories: list[Memory], *, now: datetime
+) -> Steps[list[Memory]]:
+    """Count one recall of each memory: `access_count` + 1, `last_accessed` = now."""
+    stamp = now.isoformat()
+    touched = [
+        m.model_copy(update={"access_count": m.access_count + 1, "last_accessed": stamp})
+        for m in memories
+    ]
+    if touched:
+        yield [_put(namespace, m) for m in touched]
+    return touched
 
 
 def episode_search_steps(
@@ -140,7 +145,7 @@ def episode_search_steps(
     least `min_similarity` similar; their `score` is the fused relevance."""
     if k <= 0 or not query.strip():
         return []
-    matches = yield from _match_steps(namespace, query, [{}], k, settings)
+    matches = yield from _match_steps(namespace, query, [{}], k * settings.pool_factor, settings)
     kept = [(item, relevance) for item, similarity, relevance in matches
             if similarity >= min_similarity]
     return [
@@ -162,16 +167,17 @@ def _match_steps(
     it is the similarity (the store's score; 0 without a query).
     """
     if query and settings.hybrid:
-        results = yield [HybridSearchOp(namespace, query, f or None, settings.depth) for f in filters]
-        hits: dict[str, HybridHit] = {h.item.key: h for found in results for h in found}
-        fused = fuse(
-            sorted(((key, h.lexical) for key, h in hits.items() if h.lexical is not None),
-                   key=lambda pair: -pair[1]),
-            sorted(((key, h.similarity) for key, h in hits.items()), key=lambda pair: -pair[1]),
-            method=settings.fusion,
-            lexical_weight=settings.lexical_weight,
-        )
-        return [(hits[key].item, hits[key].similarity, relevance) for key, relevance in fused]
+        results = yield [
+            HybridSearchOp(namespace, query, f or None, pool, settings.depth, settings.fusion,
+                           settings.lexical_weight)
+            for f in filters
+        ]
+        hits: dict[str, HybridHit] = {}
+        for hit in (h for found in results for h in found):
+            if hit.item.key not in hits or hit.relevance > hits[hit.item.key].relevance:
+                hits[hit.item.key] = hit
+        ranked = sorted(hits.values(), key=lambda h: h.relevance, reverse=True)
+        return [(h.item, h.similarity, h.relevance) for h in ranked]
     results = yield [SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters]
     best: dict[str, SearchItem] = {}
     for item in (i for found in results for i in found):

@@ -323,3 +323,41 @@ def test_the_model_input_never_exceeds_window_minus_reserve(
                 isinstance(m, AIMessage) and message.tool_call_id in {c["id"] for c in m.tool_calls}
                 for m in sent[:i]
             )
+
+
+class _SpyStore(InMemoryStore):
+    """Records the namespaces of the puts in each batch, in order."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.puts: list[tuple[str, ...]] = []
+
+    async def abatch(self, ops):
+        ops = list(ops)
+        self.puts += [op.namespace for op in ops if type(op).__name__ == "PutOp"]
+        return await super().abatch(ops)
+
+
+def test_recalled_memories_are_counted_at_the_end_of_the_turn_not_before_the_reply() -> None:
+    store, model = _SpyStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}), _model()
+    _remember(store, "kim", ("preference", "The user prefers tea to coffee"))
+    graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
+    config = _config()
+    seen_before_reply: list[int] = []
+    for mode, chunk in graph.stream(
+        {"messages": [HumanMessage("tea or coffee this morning?")]}, config,
+        context=Context(user_id="kim"), stream_mode=["updates"],
+    ):
+        if "respond" in chunk:  # the reply is done; nothing of the memories was written yet
+            seen_before_reply.append(len([n for n in store.puts if n[0] == "memories"]))
+    (memory,) = LongTermMemory(store).list("kim")
+    assert seen_before_reply == [0]
+    assert memory.access_count == 1 and memory.last_accessed is not None
+    state = graph.get_state(config).values
+    assert state["built_context"]["memory_ids"] == [memory.id]
+    graph.invoke({"end_session": True}, config, context=Context(user_id="kim"))
+    assert LongTermMemory(store).get("kim", memory.id).access_count == 1  # no recall, no count
+    graph.invoke(
+        {"messages": [HumanMessage("tea?")]}, _config(), context=Context(user_id="kim", incognito=True)
+    )
+    assert LongTermMemory(store).get("kim", memory.id).access_count == 1
