@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,3 +154,71 @@ def test_a_compiled_graph_writes_and_searches_through_runtime_store():
     out = asyncio.run(graph.ainvoke({"note": "I like dark mode", "found": []}, context=_Ctx("u1")))
     assert out["found"][0] == "I like dark mode"
     assert asyncio.run(graph.ainvoke({"note": "x", "found": []}, context=_Ctx("u2")))["found"] == ["x"]
+
+
+# -- audit additions: IndexConfig exactly as langgraph's stores take it ------------------------
+
+
+def _reference_and_chroma(index: dict) -> list:
+    from langgraph.store.memory import InMemoryStore
+
+    return [
+        InMemoryStore(index=index),
+        ChromaStore(chromadb.EphemeralClient(), collection=f"idx-{uuid.uuid4().hex[:12]}", index=index),
+    ]
+
+
+def test_embed_may_be_a_plain_function():
+    ngrams = NGramEmbeddings()
+    for store in _reference_and_chroma({"dims": 256, "embed": ngrams.embed_documents, "fields": ["text"]}):
+        store.put(("docs",), "editor", {"text": "I like dark mode in my editor"})
+        store.put(("docs",), "tax", {"text": "filing the annual tax return"})
+        hits = store.search(("docs",), query="dark mode editor")
+        assert [h.key for h in hits] == ["editor", "tax"], type(store).__name__
+
+
+def test_embed_may_be_a_provider_model_string(monkeypatch):
+    from langchain_openai import OpenAIEmbeddings
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # constructing needs no network
+    store = ChromaStore(
+        chromadb.EphemeralClient(),
+        collection=f"prov-{uuid.uuid4().hex[:12]}",
+        index={"dims": 1536, "embed": "openai:text-embedding-3-small"},
+    )
+    assert isinstance(store.embeddings, OpenAIEmbeddings)
+    assert store.embeddings.model == "text-embedding-3-small"
+
+
+@pytest.mark.parametrize(
+    ("fields", "indexed_text"),
+    [
+        (["meta.title"], "dark mode editor"),
+        (["tags[1]"], "tax return forms"),
+        (None, None),  # default "$": the whole value as JSON
+    ],
+)
+def test_field_paths_pick_the_embedded_text_like_the_reference_store(fields, indexed_text):
+    from langgraph.store.base import get_text_at_path
+
+    value = {"meta": {"title": "dark mode editor"}, "tags": ["misc", "tax return forms"]}
+    ngrams = NGramEmbeddings()
+    index = {"dims": 256, "embed": ngrams} | ({"fields": fields} if fields else {})
+    if indexed_text is None:
+        [indexed_text] = get_text_at_path(value, "$")
+    query = "dark mode editor theme"
+    expected = sum(a * b for a, b in zip(ngrams.embed_query(query), ngrams.embed_query(indexed_text)))
+    scores = []
+    for store in _reference_and_chroma(index):
+        store.put(("docs",), "k", value)
+        [hit] = store.search(("docs",), query=query)
+        scores.append(hit.score)
+    assert scores == pytest.approx([expected, expected], abs=1e-5)
+
+
+def test_default_path_without_the_variable_is_dot_engram(tmp_path, monkeypatch):
+    monkeypatch.delenv("ENGRAM_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    store = ChromaStore(collection="defaults")
+    store.put(("x",), "k", {"v": 1})
+    assert (tmp_path / ".engram" / "chroma" / "chroma.sqlite3").exists()
