@@ -44,6 +44,7 @@ from engram.graph.memory_cli_support import (
 )
 from engram.graph.models import load_chat_model
 from engram.nodes.compress import make_compressor
+from engram.nodes.failures import RECOVERABLE_ERRORS
 from engram.stores.maintenance import maintain as run_maintenance
 from engram.stores.maintenance_types import JournalEntry, MaintenanceSettings, journal_namespace
 from engram.stores.memories import LongTermMemory
@@ -618,7 +619,10 @@ def maintain(
     users = (
         known_users(backend.store) if all_users else [ensure_user(backend, user or DEFAULT_USER)]
     )
-    compressor = make_compressor(load_chat_model(model)) if compress and model else None
+    try:
+        compressor = make_compressor(load_chat_model(model)) if compress and model else None
+    except (ImportError, AttributeError, *RECOVERABLE_ERRORS) as exc:
+        raise CliError(f"cannot load the memory model {model!r}: {exc}", code=2) from exc
     reports = [
         run_maintenance(backend.store, u, settings=settings, compressor=compressor, dry_run=dry_run)
         for u in users
