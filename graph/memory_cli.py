@@ -365,7 +365,7 @@ def restore(
 
 @command
 def delete(
-    memory_id: Annotated[str | None, typer.Argument(metavar="[ID]", show_default=False)] = None,
+    memory_id: Annotated[str | None, typer.Argument(metavar="ID", show_default=False)] = None,
     all_: Annotated[
         bool,
         typer.Option("--all", help="Everything of --user: memories, episodes, threads, summaries."),
@@ -586,7 +586,7 @@ def maintain(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     max_memories: Annotated[
-        int | None, typer.Option(help="Active memories kept per user (seed 002).")
+        int, typer.Option(min=0, help="Active memories kept per user (seed 002); 0: no cap.")
     ] = 10_000,
     ttl: Annotated[
         list[str] | None,
@@ -612,7 +612,7 @@ def maintain(
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
-        settings = MaintenanceSettings(max_memories=max_memories, ttl_days=_ttls(ttl or []))
+        settings = MaintenanceSettings(max_memories=max_memories or None, ttl_days=_ttls(ttl or []))
     except ValueError as exc:
         raise CliError(str(exc), code=2) from exc
     backend = open_backend(data)
