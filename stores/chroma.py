@@ -24,9 +24,7 @@ from urllib.parse import urlparse
 
 import chromadb
 import chromadb.errors
-import numpy as np
 from chromadb.api import ClientAPI
-from chromadb.api.models.Collection import Collection
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 from langgraph.store.base import (
     BaseStore,
@@ -35,7 +33,6 @@ from langgraph.store.base import (
     ListNamespacesOp,
     MatchCondition,
     Op,
-    PutOp,
     Result,
     SearchItem,
     SearchOp,
@@ -47,13 +44,13 @@ from engram.stores import chroma_metadata as md
 from engram.stores import chroma_plan
 from engram.stores.chroma_hybrid import hybrid_search
 from engram.stores.chroma_lexical import LexicalMirror, lexical_index_for
-from engram.stores.lexical import LexicalDocument, LexicalIndex
+from engram.stores.chroma_write import ChromaWriter
+from engram.stores.lexical import LexicalIndex
 from engram.stores.paths import default_chroma_path
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_COLLECTION = "engram"
-_PLACEHOLDER_EMBEDDING = [0.0]
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
 
 
@@ -123,9 +120,12 @@ class ChromaStore(BaseStore):
                 lexical_index, refresh = lexical_index_for(client)
                 self._owns_lexical = True
             self.lexical = LexicalMirror(
-                lexical_index, self._items, list(index.get("fields") or ["$"]),
+                lexical_index, self._items, [path for path, _ in self._fields],
                 refresh_seconds=refresh,
             )
+        self._writer = ChromaWriter(
+            self._items, self.lexical, (index or {}).get("dims"), self._max_batch
+        )
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
@@ -209,7 +209,7 @@ class ChromaStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete every expired item and its vectors; returns how many items were deleted."""
         expired = self._items.get(where={md.EXPIRES_AT: {"$lt": time.time()}}, include=["metadatas"])
-        self._delete_items(dict(zip(expired["ids"], expired["metadatas"])))
+        self._writer.delete_items(dict(zip(expired["ids"], expired["metadatas"])))
         return len(expired["ids"])
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
@@ -293,7 +293,7 @@ class ChromaStore(BaseStore):
             for chunk in self._chunks(ids):
                 self._items.update(ids=chunk, metadatas=[{md.EXPIRES_AT: refresh[i]} for i in chunk])
         if batch.puts:
-            self._apply_puts(batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk)
+            self._writer.apply_puts(batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk)
         return results
 
     def _read_replaced(self, batch: chroma_plan.Plan) -> None:
@@ -339,6 +339,8 @@ class ChromaStore(BaseStore):
         self, op: SearchOp, query_vector: list[float], where: dict[str, Any] | None, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
         n = op.offset + op.limit
+        if op.limit <= 0:
+            return []
         while True:
             # Ids and distances only: Chroma's query is much slower when it also returns
             # documents and metadata than a query followed by a get of the winners.
@@ -415,131 +417,6 @@ class ChromaStore(BaseStore):
                 position += len(texts)
         return by_item
 
-    def _apply_puts(
-        self,
-        batch: chroma_plan.Plan,
-        vectors: dict[str, list[list[float]]],
-        now: float,
-        write_chunk: int | None,
-    ) -> None:
-        ops = list(batch.puts.values())
-        ids = [md.item_id(op.namespace, op.key) for op in ops]
-        previous = batch.previous
-        if self.lexical is not None:
-            self.lexical.journal(
-                (op.namespace, i) for op, i in zip(ops, ids) if i in batch.texts or i in previous
-            )
-        writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
-        counts = {
-            i: 1 + int(previous[i].get(md.EXTRA_VECTORS, 0)) if i in batch.reused
-            else len(vectors.get(i, ()))
-            for _, i in writes
-        }
-        documents = self._lexical_documents(batch, writes)
-        metadatas = [
-            _item_metadata(op, previous.get(i), counts[i], batch.texts.get(i), documents.get(i), now)
-            for op, i in writes
-        ]
-        records = [
-            (i, json.dumps(op.value, ensure_ascii=False), meta, self._first_vector(i, batch, vectors))
-            for (op, i), meta in zip(writes, metadatas)
-        ]
-        for chunk in self._chunks(records, write_chunk):
-            ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
-            self._upsert(self._items, ids=ids_, documents=docs, metadatas=metas, embeddings=embeddings)
-        extra = [
-            (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
-            for (_, i), meta in zip(writes, metadatas)
-            for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
-        ]
-        for chunk in self._chunks(extra, write_chunk):
-            ids_, embeddings, metas = (list(col) for col in zip(*chunk))
-            self._upsert(self._items, ids=ids_, embeddings=embeddings, metadatas=metas)
-        stale = [
-            md.extra_id(i, n)
-            for i in ids
-            for n in range(max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
-        ]
-        deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
-        for chunk in self._chunks(deleted + stale):
-            self._items.delete(ids=chunk)
-        if self.lexical is not None:
-            changed = [
-                (op.namespace, documents[i])
-                for op, i in writes
-                if i in documents and previous.get(i, {}).get(md.LEXICAL) != documents[i].digest
-            ]
-            gone = [
-                (op.namespace, i)
-                for op, i in zip(ops, ids)
-                if i not in documents and previous.get(i, {}).get(md.LEXICAL)
-            ]
-            unchanged = [
-                (op.namespace, i)
-                for op, i in writes
-                if i in documents and previous.get(i, {}).get(md.LEXICAL) == documents[i].digest
-            ]
-            self.lexical.apply(changed, gone, unchanged)
-
-    def _first_vector(
-        self, item_id: str, batch: chroma_plan.Plan, vectors: dict[str, list[list[float]]]
-    ) -> list[float]:
-        """The vector riding on the item record: new, kept, or a placeholder."""
-        if item_id in batch.reused:
-            return batch.reused[item_id]
-        return (vectors.get(item_id) or [self._placeholder(item_id)])[0]
-
-    def _lexical_documents(
-        self, batch: chroma_plan.Plan, writes: list[tuple[PutOp, str]]
-    ) -> dict[str, LexicalDocument]:
-        """The lexical document of each written item that has texts to index."""
-        if self.lexical is None:
-            return {}
-        return {
-            i: self.lexical.document(i, op.value, batch.texts[i])
-            for op, i in writes
-            if i in batch.texts
-        }
-
-    def _delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
-        """Delete items, then their extra vectors (an orphan vector is never returned)."""
-        extra = [
-            md.extra_id(i, n)
-            for i, meta in metadata_by_id.items()
-            for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
-        ]
-        indexed = [
-            (md.namespace_from_metadata(meta), i)
-            for i, meta in metadata_by_id.items()
-            if meta.get(md.LEXICAL)
-        ]
-        if self.lexical is not None:
-            self.lexical.journal(indexed)
-        for chunk in self._chunks(list(metadata_by_id) + extra):
-            self._items.delete(ids=chunk)
-        if self.lexical is not None:
-            self.lexical.apply([], indexed)
-
-    def _upsert(self, collection: Collection, **columns: Any) -> None:
-        try:
-            collection.upsert(**columns)
-        except chromadb.errors.InvalidArgumentError as exc:
-            if "dimension" not in str(exc).lower():
-                raise
-            raise ValueError(
-                f"collection {collection.name!r} holds vectors of another size ({exc}); the index "
-                "config's dims must match the collection's: use another collection name"
-            ) from exc
-
-    def _placeholder(self, item_id: str) -> list[float]:
-        """A stand-in vector for an item with nothing to embed: never scored (metadata says so),
-        and a fixed pseudo-random direction per item so that placeholders don't cluster."""
-        dims = (self.index_config or {}).get("dims") or 1
-        if dims == 1:
-            return [1.0]
-        vector = np.random.default_rng(int(item_id[:15], 16)).standard_normal(dims)
-        return (vector / np.linalg.norm(vector)).tolist()
-
     def _chunks(self, rows: list[Any], size: int | None = None) -> Iterator[list[Any]]:
         size = min(size or self._max_batch, self._max_batch)
         for start in range(0, len(rows), size):
@@ -565,46 +442,6 @@ def make_store() -> ChromaStore:
 
 
 # -- small helpers -----------------------------------------------------------------------------
-
-
-def _item_metadata(
-    op: PutOp,
-    previous: dict[str, Any] | None,
-    vector_count: int,
-    texts: list[str] | None,
-    lexical: LexicalDocument | None,
-    now: float,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        **md.namespace_metadata(op.namespace),
-        md.KEY: op.key,
-        md.CREATED_AT: (previous or {}).get(md.CREATED_AT, now),
-        md.UPDATED_AT: now,
-        md.INDEXED: vector_count > 0,
-        md.EXTRA_VECTORS: max(vector_count - 1, 0),
-        **md.value_metadata(op.value or {}),
-    }
-    if texts and vector_count:
-        meta[md.TEXTS] = md.texts_digest(texts)
-    if lexical is not None:
-        meta[md.LEXICAL] = lexical.digest
-        if isinstance(op.index, list):
-            meta[md.INDEX_PATHS] = json.dumps(op.index)
-    if op.ttl is not None:
-        meta[md.TTL_MINUTES] = float(op.ttl)
-        meta[md.EXPIRES_AT] = now + float(op.ttl) * 60
-    for stale in set(previous or {}) - set(meta):
-        meta[stale] = None  # Chroma merges metadata on upsert; None removes the old field
-    return meta
-
-
-def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
-    """The metadata an extra vector copies from its item, so the same `where` selects both."""
-    return {
-        k: v
-        for k, v in meta.items()
-        if v is not None and (k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX)))
-    }
 
 
 def _check_collection_name(name: str) -> None:

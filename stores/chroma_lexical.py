@@ -83,7 +83,8 @@ class LexicalMirror:
         self.default_paths = default_paths
         self.refresh_seconds = refresh_seconds
         self._checked: dict[str, float] = {}
-        self._ids: dict[str, list[str]] = {}
+        self._ids: dict[str, dict[str, None]] = {}
+        """Scope -> its document ids (an ordered set), kept up to date by this mirror's writes."""
         self._data_version: int | None = None
         self._lock = threading.Lock()
 
@@ -93,16 +94,24 @@ class LexicalMirror:
 
     # -- writes (ChromaStore journals, writes Chroma, then applies) ----------------------------
 
-    def journal(self, entries: Iterable[tuple[Namespace, str]]) -> None:
-        """Record the items a write is about to change, before Chroma is touched.
+    @contextmanager
+    def writing(self, entries: Iterable[tuple[Namespace, str]]) -> Iterator[None]:
+        """Around a Chroma write of these items: journal them first; if the write fails, their
+        namespaces are repaired from Chroma before they are next searched.
 
         Raises:
-            LexicalIndexError: The index cannot be written; the write must not go ahead.
+            LexicalIndexError: The journal cannot be written; the Chroma write does not start.
         """
+        scopes = self._by_scope(entries)
         with self._guard("journal a write in"):
-            for scope, ids in self._by_scope(entries).items():
+            for scope, ids in scopes.items():
                 self.index.mark_pending(scope, ids)
-                self._ids.pop(scope, None)
+        try:
+            yield
+        except BaseException:
+            for scope in scopes:
+                self._checked.pop(scope, None)
+            raise
 
     def apply(
         self,
@@ -131,7 +140,12 @@ class LexicalMirror:
                     "next search of that namespace", scope, exc_info=True,
                 )
                 self._checked.pop(scope, None)
-            self._ids.pop(scope, None)
+                self._ids.pop(scope, None)
+                continue
+            if (cached := self._ids.get(scope)) is not None:
+                for item_id in gone.get(scope, ()):
+                    cached.pop(item_id, None)
+                cached.update(dict.fromkeys(d.id for d in docs.get(scope, ())))
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -164,8 +178,8 @@ class LexicalMirror:
         ids = self._ids.get(scope)
         if ids is None:
             with self._guard("read"):
-                ids = self._ids[scope] = self.index.ids(scope)
-        return ids
+                ids = self._ids[scope] = dict.fromkeys(self.index.ids(scope))
+        return list(ids)
 
     def search(self, namespace: Namespace, query: str, limit: int) -> list[tuple[str, float]]:
         """(item id, BM25 score), best first."""

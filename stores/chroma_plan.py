@@ -62,8 +62,9 @@ class Plan:
 
 
 def index_fields(paths: list[str] | None) -> Fields:
-    """LangGraph's index `fields` as (path, tokenized path) pairs; `["$"]` by default."""
-    return [(p, p if p == "$" else tokenize_path(p)) for p in (paths or ["$"])]
+    """LangGraph's index `fields` as (path, tokenized path) pairs; `["$"]` when None, nothing
+    for an empty list."""
+    return [(p, p if p == "$" else tokenize_path(p)) for p in (["$"] if paths is None else paths)]
 
 
 def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:

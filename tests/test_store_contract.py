@@ -525,22 +525,12 @@ def test_the_ttl_sweeper_deletes_expired_items_by_itself(make_chroma):
     assert store.stop_ttl_sweeper(timeout=5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in stores/chroma.py: a query search with limit=0 passes n_results=0 to Chroma, "
-    "which raises TypeError; InMemoryStore (and SQL LIMIT 0) return []",
-)
 def test_a_query_search_with_limit_zero_returns_nothing(make_chroma, mode):
     api = Api(make_chroma(index=True), mode)
     api.put(("docs",), "k", {"text": "dark mode"})
     assert api.search(("docs",), query="dark mode", limit=0) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug in stores/chroma_plan.py: index_fields([]) falls back to ['$'], so put(..., "
-    "index=[]) embeds the whole value; langgraph's stores embed nothing for an empty field list",
-)
 def test_an_empty_index_field_list_embeds_nothing(make_chroma, mode):
     api = Api(make_chroma(index=True), mode)
     api.put(("docs",), "k", {"text": "hello world"}, index=[])

@@ -1,0 +1,215 @@
+"""How `ChromaStore` writes: puts and deletes as Chroma records, and the lexical index beside them.
+
+Each item is one record (the value as a JSON document, namespace, timestamps and top-level scalar
+fields as metadata) carrying its first vector; each further vector is a record of its own
+(`<item id>:<n>`) pointing back at the item. An item with nothing to embed carries a placeholder
+vector that is never scored. A put whose indexed texts did not change keeps its vectors (the plan
+read them before embedding). With a lexical index, the ids a write touches are journaled before
+Chroma is written and the index is written after (`engram.stores.chroma_lexical`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import chromadb.errors
+import numpy as np
+from chromadb.api.models.Collection import Collection
+from langgraph.store.base import PutOp
+
+from engram.stores import chroma_metadata as md
+from engram.stores.chroma_lexical import LexicalMirror
+from engram.stores.chroma_plan import Plan
+from engram.stores.lexical import LexicalDocument
+
+
+class ChromaWriter:
+    """Applies a planned batch's puts, and deletes swept items, on one collection.
+
+    Args:
+        collection: The store's Chroma collection.
+        lexical: The lexical mirror, if the store has one.
+        dims: The index's vector size (placeholders need it); None without an index.
+        max_batch: The client's largest write.
+    """
+
+    def __init__(
+        self, collection: Collection, lexical: LexicalMirror | None, dims: int | None, max_batch: int
+    ) -> None:
+        self.collection = collection
+        self.lexical = lexical
+        self.dims = dims
+        self.max_batch = max_batch
+
+    def apply_puts(
+        self,
+        batch: Plan,
+        vectors: dict[str, list[list[float]]],
+        now: float,
+        write_chunk: int | None = None,
+    ) -> None:
+        """Write the batch's puts: items, their vectors, deletions, then the lexical index."""
+        ops = list(batch.puts.values())
+        ids = [md.item_id(op.namespace, op.key) for op in ops]
+        previous = batch.previous
+        writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
+        counts = {
+            i: 1 + int(previous[i].get(md.EXTRA_VECTORS, 0)) if i in batch.reused
+            else len(vectors.get(i, ()))
+            for _, i in writes
+        }
+        documents = self._lexical_documents(batch, writes)
+        metadatas = [
+            _item_metadata(op, previous.get(i), counts[i], batch.texts.get(i), documents.get(i), now)
+            for op, i in writes
+        ]
+        records = [
+            (i, json.dumps(op.value, ensure_ascii=False), meta, self._first_vector(i, batch, vectors))
+            for (op, i), meta in zip(writes, metadatas)
+        ]
+        extra = [
+            (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
+            for (_, i), meta in zip(writes, metadatas)
+            for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
+        ]
+        stale = [
+            md.extra_id(i, n)
+            for i in ids
+            for n in range(max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
+        ]
+        deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
+        touched = [
+            (op.namespace, i)
+            for op, i in zip(ops, ids)
+            if i in documents or previous.get(i, {}).get(md.LEXICAL)
+        ]
+        with self._journaled(touched):
+            for chunk in self._chunks(records, write_chunk):
+                ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
+                self._upsert(ids=ids_, documents=docs, metadatas=metas, embeddings=embeddings)
+            for chunk in self._chunks(extra, write_chunk):
+                ids_, embeddings, metas = (list(col) for col in zip(*chunk))
+                self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
+            for chunk in self._chunks(deleted + stale):
+                self.collection.delete(ids=chunk)
+        if self.lexical is not None:
+            old = {i: previous.get(i, {}).get(md.LEXICAL) for i in ids}
+            self.lexical.apply(
+                upserts=[(op.namespace, documents[i]) for op, i in writes
+                         if i in documents and old[i] != documents[i].digest],
+                deletes=[(op.namespace, i) for op, i in zip(ops, ids)
+                         if i not in documents and old[i]],
+                unchanged=[(op.namespace, i) for op, i in writes
+                           if i in documents and old[i] == documents[i].digest],
+            )
+
+    def delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
+        """Delete items, then their extra vectors (an orphan vector is never returned)."""
+        extra = [
+            md.extra_id(i, n)
+            for i, meta in metadata_by_id.items()
+            for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
+        ]
+        indexed = [
+            (md.namespace_from_metadata(meta), i)
+            for i, meta in metadata_by_id.items()
+            if meta.get(md.LEXICAL)
+        ]
+        with self._journaled(indexed):
+            for chunk in self._chunks(list(metadata_by_id) + extra):
+                self.collection.delete(ids=chunk)
+        if self.lexical is not None:
+            self.lexical.apply([], indexed)
+
+    # -- private ------------------------------------------------------------------------------
+
+    def _journaled(self, entries: list[tuple[tuple[str, ...], str]]) -> AbstractContextManager[None]:
+        return self.lexical.writing(entries) if self.lexical is not None else nullcontext()
+
+    def _first_vector(
+        self, item_id: str, batch: Plan, vectors: dict[str, list[list[float]]]
+    ) -> list[float]:
+        """The vector riding on the item record: new, kept, or a placeholder."""
+        if item_id in batch.reused:
+            return batch.reused[item_id]
+        return (vectors.get(item_id) or [self._placeholder(item_id)])[0]
+
+    def _lexical_documents(
+        self, batch: Plan, writes: list[tuple[PutOp, str]]
+    ) -> dict[str, LexicalDocument]:
+        """The lexical document of each written item that has texts to index."""
+        if self.lexical is None:
+            return {}
+        return {
+            i: self.lexical.document(i, op.value, batch.texts[i])
+            for op, i in writes
+            if i in batch.texts
+        }
+
+    def _upsert(self, **columns: Any) -> None:
+        try:
+            self.collection.upsert(**columns)
+        except chromadb.errors.InvalidArgumentError as exc:
+            if "dimension" not in str(exc).lower():
+                raise
+            raise ValueError(
+                f"collection {self.collection.name!r} holds vectors of another size ({exc}); the "
+                "index config's dims must match the collection's: use another collection name"
+            ) from exc
+
+    def _placeholder(self, item_id: str) -> list[float]:
+        """A stand-in vector for an item with nothing to embed: never scored (metadata says so),
+        and a fixed pseudo-random direction per item so that placeholders don't cluster."""
+        dims = self.dims or 1
+        if dims == 1:
+            return [1.0]
+        vector = np.random.default_rng(int(item_id[:15], 16)).standard_normal(dims)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def _chunks(self, rows: list[Any], size: int | None = None) -> Iterator[list[Any]]:
+        size = min(size or self.max_batch, self.max_batch)
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+
+
+def _item_metadata(
+    op: PutOp,
+    previous: dict[str, Any] | None,
+    vector_count: int,
+    texts: list[str] | None,
+    lexical: LexicalDocument | None,
+    now: float,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        **md.namespace_metadata(op.namespace),
+        md.KEY: op.key,
+        md.CREATED_AT: (previous or {}).get(md.CREATED_AT, now),
+        md.UPDATED_AT: now,
+        md.INDEXED: vector_count > 0,
+        md.EXTRA_VECTORS: max(vector_count - 1, 0),
+        **md.value_metadata(op.value or {}),
+    }
+    if texts and vector_count:
+        meta[md.TEXTS] = md.texts_digest(texts)
+    if lexical is not None:
+        meta[md.LEXICAL] = lexical.digest
+        if isinstance(op.index, list):
+            meta[md.INDEX_PATHS] = json.dumps(op.index)
+    if op.ttl is not None:
+        meta[md.TTL_MINUTES] = float(op.ttl)
+        meta[md.EXPIRES_AT] = now + float(op.ttl) * 60
+    for stale in set(previous or {}) - set(meta):
+        meta[stale] = None  # Chroma merges metadata on upsert; None removes the old field
+    return meta
+
+
+def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
+    """The metadata an extra vector copies from its item, so the same `where` selects both."""
+    return {
+        k: v
+        for k, v in meta.items()
+        if v is not None and (k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX)))
+    }
