@@ -1,0 +1,100 @@
+"""Secret redaction: what is redacted (formats, labelled values, card data) and what is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.stores.secrets import REDACTED, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        # card data
+        ("visa 4012 8888 8888 1881 exp 11/29, cvc 482", "4012 8888 8888 1881", "card_number"),
+        ("visa 4012 8888 8888 1881 exp 11/29, cvc 482", "482", "card_security_code"),
+        ("the security code is 0731", "0731", "card_security_code"),
+        ("CVV2: 5521", "5521", "card_security_code"),
+        ("信用卡安全码 338", "338", "card_security_code"),
+        ("backup card number 5105-1051-0510-5101-0", "5105-1051-0510-5101-0", "card_number"),  # not Luhn
+        ("我的银行卡 6217 0033 1000 2345 678 先绑上", "6217 0033 1000 2345 678", "card_number"),
+        # passwords, passcodes, PINs
+        ("wifi is HomeNet, password Blue-Otter-42", "Blue-Otter-42", "password"),
+        ("admin pwd: qwerty", "qwerty", "password"),
+        ("phone PIN 90210", "90210", "password"),
+        ("the door code is 4471", "4471", "password"),
+        ("登录密码 Mao2024ok", "Mao2024ok", "password"),
+        ("支付密码是 135790", "135790", "password"),
+        ("邮箱口令：Sunny_Day9", "Sunny_Day9", "password"),
+        ("验证码 604218 别发给别人", "604218", "password"),
+        # tokens after a telling word, and known formats
+        ("api key 9f8e7d6c5b4a39281706abcd", "9f8e7d6c5b4a39281706abcd", "api_token"),
+        ("the deploy token is tk_live_Q7w8E9r0T1y2U3i4", "tk_live_Q7w8E9r0T1y2U3i4", "api_token"),
+        ("密钥 a1b2c3d4e5f6g7h8i9j0 放环境变量", "a1b2c3d4e5f6g7h8i9j0", "api_token"),
+        ("use sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", "sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", "openai_key"),
+        ("push with glpat-4Hk2Lm9Qr7Tz1Vx8", "glpat-4Hk2Lm9Qr7Tz1Vx8", "gitlab_token"),
+        ("HF hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa0987654321", "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa0987654321", "huggingface_token"),
+        ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA=='", "dXNlcjpwYXNzd29yZA==", "basic_auth"),
+        # connection strings and environment files
+        ("DATABASE_URL=postgres://app:Wint3r!@10.0.0.5:5432/shop", "app:Wint3r!", "url_credentials"),
+        ("REDIS_URL=redis://:hushhush@cache:6379/0", ":hushhush", "url_credentials"),
+        ("Server=sql01;User Id=report;Password=Gr33n;Encrypt=true", "Gr33n", "password"),
+        ("STRIPE_WEBHOOK_SECRET=whsec_abc123", "whsec_abc123", "password"),
+        ("export PGPASSWORD=kitten77", "kitten77", "password"),
+    ],
+)
+def test_secrets_are_redacted(text, secret, kind):
+    result = redact(text)
+    assert secret not in result.text and REDACTED in result.text
+    assert kind in result.kinds
+
+
+def test_redaction_keeps_the_words_around_the_secret():
+    result = redact("user shop_rw password K3ys!x on db-02, port 5433")
+    assert result.text == f"user shop_rw password {REDACTED} on db-02, port 5433"
+    assert not result.only_secret
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my password is Gr8-Lakes",
+        "PIN 4821",
+        "CVV 208",
+        "密码 Xy#2026!ab",
+        "支付密码是 112233",
+    ],
+)
+def test_a_text_that_is_only_a_secret_says_so(text):
+    assert redact(text).only_secret
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # ordinary numbers
+        "the api listens on port 8443 behind 172.16.4.10",
+        "call me at +44 20 7946 0958 or 13912345678",
+        "released v2.14.3 on 2025-11-03 at 14:30",
+        "the budget is 12000 and the invoice 2025-0042 is paid",
+        "tracking number 9400 1000 0000 0000 0000",
+        "expires 09/28",
+        "我的手机号是 13912345678",
+        "版本 1.22.4，端口 9090",
+        # telling words followed by something that is not a secret
+        "my password manager is Bitwarden",
+        "the password reset flow sends an email",
+        "the token limit is 8192",
+        "the key is to keep functions small",
+        "the secret is patience",
+        "pin numpy to 1.26 in requirements",
+        "we do a security code review every sprint",
+        "passwordHash is a bcrypt column",
+        "MAX_TOKENS=2048",
+        "密码太简单了，得改一下",
+        "验证码一直收不到",
+    ],
+)
+def test_ordinary_text_is_left_alone(text):
+    result = redact(text)
+    assert result.text == text and result.kinds == []
