@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import chromadb.errors
 import numpy as np
 from chromadb.api.models.Collection import Collection
 from langgraph.store.base import Item, SearchItem
@@ -42,7 +43,15 @@ def hybrid_search(
     ids = mirror.item_ids(op.namespace)
     if not ids:
         return []
-    similarity, metas = _nearest(op, query_vector, ids, collection, now)
+    try:
+        similarity, metas = _nearest(op, query_vector, ids, collection, now)
+    except chromadb.errors.InternalError as exc:  # an id of the index is not in Chroma
+        if "finding id" not in str(exc):
+            raise
+        present = set(collection.get(ids=ids, include=[])["ids"])
+        mirror.forget_ghosts(op.namespace, [i for i in ids if i not in present])
+        ids = [i for i in ids if i in present]
+        similarity, metas = _nearest(op, query_vector, ids, collection, now) if ids else ({}, {})
     lexical = dict(mirror.search(op.namespace, op.query, op.depth))
     others = [i for i in lexical if i not in metas]
     if others:

@@ -87,6 +87,12 @@ class LexicalMirror:
         """Scope -> its document ids (an ordered set), kept up to date by this mirror's writes."""
         self._data_version: int | None = None
         self._lock = threading.Lock()
+        if self.index.get_meta(self._built_key) is None and collection.count() == 0:
+            self.index.set_meta(self._built_key, str(time.time()))  # nothing to rebuild from
+
+    @property
+    def _built_key(self) -> str:
+        return f"mirrors:{self.collection.id}"
 
     def scope(self, namespace: Sequence[str]) -> str:
         """The index scope of a namespace (labels never contain `.`)."""
@@ -157,10 +163,9 @@ class LexicalMirror:
             if version != self._data_version:  # another process wrote: our caches are stale
                 self._ids.clear()
                 self._data_version = version
-            built = f"mirrors:{self.collection.id}"
-            if self.index.get_meta(built) is None:
+            if self.index.get_meta(self._built_key) is None:
                 self._reconcile(None, now)
-                self.index.set_meta(built, str(time.time()))
+                self.index.set_meta(self._built_key, str(time.time()))
                 self._checked.clear()
             checked = self._checked.get(scope)
             if checked is None:
