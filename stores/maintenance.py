@@ -234,7 +234,9 @@ class MaintenanceRun:
         limit = self.settings.max_memories
         if limit is None or len(self.active) <= limit:
             return
-        order = sorted(self.active.values(), key=lambda m: (m.importance, m.updated_at, m.id))
+        order = sorted(
+            self.active.values(), key=lambda m: (m.importance, parse_time(m.updated_at), m.id)
+        )
         for memory in order[: len(self.active) - limit]:
             self.active.pop(memory.id)
             self._forget(memory, "cap", relevance(memory, self.now, self.settings.decay_per_day))
