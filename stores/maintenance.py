@@ -28,7 +28,7 @@ before it was lowered, why a memory was forgotten, what it was compressed into. 
 memory's `updated_at`, so they change neither recall's recency nor the next run's idle days.
 
 `maintain` / `amaintain` run it (`dry_run=True` reports without writing or calling the model);
-`plan`-level functions are pure, for tests and other drivers.
+`MaintenanceRun` holds one run's decisions without any I/O, for other drivers and for tests.
 
 Example:
     >>> from datetime import datetime, timedelta, timezone
