@@ -171,12 +171,13 @@ def latency(memories: int, queries: int, console: Console) -> None:
         ltm.search("bench", questions[0], k=5, touch=False)
         first = (time.perf_counter() - started) * 1000
         flt = {"current": True, "forgotten": False}
-        rows.append(("recall, k=5 (LongTermMemory.search, as start runs it)",
-                     _timed(lambda n: ltm.search("bench", questions[n], k=5), queries)))
-        rows.append(("recall, k=5, without the access update",
+        rows.append(("recall, k=5 (LongTermMemory.search as start runs it: touch=False)",
                      _timed(lambda n: ltm.search("bench", questions[n], k=5, touch=False), queries)))
-        rows.append(("  hybrid search op, depth 50", _timed(
-            lambda n: store.batch([HybridSearchOp(namespace, questions[n], flt, 50)]), queries)))
+        rows.append(("  the hybrid search op in it (15 candidates, depth 50)", _timed(
+            lambda n: store.batch([HybridSearchOp(namespace, questions[n], flt, 15)]), queries)))
+        rows.append(("access update of 5 memories (consolidate, after the reply)", _timed(
+            lambda n: ltm.touch("bench", [f"m{(n * 5 + j) % memories}" for j in range(5)]),
+            queries)))
         rows.append(("  dense only: SearchOp, top 50", _timed(
             lambda n: store.search(namespace, query=questions[n], filter=flt, limit=50), queries)))
         rows.append(("  lexical only: BM25, top 50", _timed(

@@ -2,13 +2,13 @@
 
 1. The dense channel asks Chroma for the `depth` nearest of the namespace's items, naming their
    ids (from the lexical mirror) instead of a metadata filter, which costs Chroma several times
-   more; their metadata comes back with them and pre-filters (`may_match`).
+   more, and asking for distances only (reading metadata is what a Chroma query spends most on).
 2. The lexical channel asks the mirror's BM25 index for its `depth` best documents.
-3. Candidates only the lexical channel found get their metadata read back (and pre-filtered),
-   and their vectors, so that every candidate has its exact similarity (an item's best vector,
-   extra vectors included).
-4. Both channels are fused (`engram.stores.fusion`) and only the best items are read whole and
-   checked exactly against the filter, until `limit` of them pass.
+3. Candidates only the lexical channel found get their vectors read back, so that every
+   candidate has its similarity to the query. The dense channel scores an item by its first
+   vector (the first index field), which is all `LongTermMemory` writes.
+4. Both channels are fused (`engram.stores.fusion`); the best items are read whole and checked
+   against the filter, in rank order, until `limit` of them pass.
 """
 
 from __future__ import annotations
@@ -44,29 +44,21 @@ def hybrid_search(
     if not ids:
         return []
     try:
-        similarity, metas = _nearest(op, query_vector, ids, collection, now)
+        similarity = _nearest(query_vector, ids, op.depth, collection)
     except chromadb.errors.InternalError as exc:  # an id of the index is not in Chroma
         if "finding id" not in str(exc):
             raise
         present = set(collection.get(ids=ids, include=[])["ids"])
         mirror.forget_ghosts(op.namespace, [i for i in ids if i not in present])
         ids = [i for i in ids if i in present]
-        similarity, metas = _nearest(op, query_vector, ids, collection, now) if ids else ({}, {})
+        similarity = _nearest(query_vector, ids, op.depth, collection) if ids else {}
     lexical = dict(mirror.search(op.namespace, op.query, op.depth))
-    others = [i for i in lexical if i not in metas]
-    if others:
-        found = collection.get(ids=others, include=["metadatas"])
-        read = dict(zip(found["ids"], found["metadatas"]))
-        if ghosts := [i for i in others if i not in read]:
+    if others := [i for i in lexical if i not in similarity]:
+        found = _similarities(others, query_vector, collection)
+        if ghosts := [i for i in others if i not in found]:
             mirror.forget_ghosts(op.namespace, ghosts)
-        for item_id, meta in read.items():
-            if meta.get(md.INDEXED) and not md.expired(meta, now) and md.may_match(meta, op.filter):
-                metas[item_id] = meta
-    lexical = {i: score for i, score in lexical.items() if i in metas}
-    similarity.update(_best_similarities(
-        [i for i in metas if i not in similarity or metas[i].get(md.EXTRA_VECTORS)],
-        query_vector, metas, collection,
-    ))
+            lexical = {i: score for i, score in lexical.items() if i not in ghosts}
+        similarity.update(found)
     ranked = fuse(
         sorted(lexical.items(), key=lambda pair: -pair[1]),
         sorted(similarity.items(), key=lambda pair: -pair[1]),
@@ -77,56 +69,28 @@ def hybrid_search(
 
 
 def _nearest(
-    op: HybridSearchOp,
-    query_vector: list[float],
-    ids: list[str],
-    collection: Collection,
-    now: float,
-) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """Similarity and metadata of the `op.depth` nearest items that may pass the filter."""
-    n = op.depth
-    while True:
-        res = collection.query(
-            query_embeddings=[query_vector], n_results=min(n, len(ids)), ids=ids,
-            include=["distances", "metadatas"],
-        )
-        similarity: dict[str, float] = {}
-        metas: dict[str, dict[str, Any]] = {}
-        for item_id, distance, meta in zip(res["ids"][0], res["distances"][0], res["metadatas"][0]):
-            if meta.get(md.INDEXED) and not md.expired(meta, now) and md.may_match(meta, op.filter):
-                similarity[item_id] = 1.0 - float(distance)
-                metas[item_id] = meta
-        if len(similarity) >= op.depth or n >= len(ids):
-            return similarity, metas
-        n *= 4
-
-
-def _best_similarities(
-    item_ids: list[str],
-    query_vector: list[float],
-    metas: dict[str, dict[str, Any]],
-    collection: Collection,
+    query_vector: list[float], ids: list[str], depth: int, collection: Collection
 ) -> dict[str, float]:
-    """Cosine similarity of the query to each item's best vector, read back from Chroma."""
-    records = [
-        record
-        for item_id in item_ids
-        for record in [
-            item_id,
-            *(md.extra_id(item_id, n) for n in range(1, int(metas[item_id].get(md.EXTRA_VECTORS, 0)) + 1)),
-        ]
-    ]
-    if not records:
-        return {}
+    """Cosine similarity of the query to the `depth` nearest of the items `ids`."""
+    res = collection.query(
+        query_embeddings=[query_vector], n_results=min(depth, len(ids)), ids=ids,
+        include=["distances"],
+    )
+    return {i: 1.0 - float(d) for i, d in zip(res["ids"][0], res["distances"][0])}
+
+
+def _similarities(
+    item_ids: list[str], query_vector: list[float], collection: Collection
+) -> dict[str, float]:
+    """Cosine similarity of the query to each item's first vector, read back from Chroma
+    (items Chroma does not have are left out)."""
     query = np.asarray(query_vector, dtype=np.float64)
     query /= np.linalg.norm(query) or 1.0
-    got = collection.get(ids=records, include=["embeddings"])
-    best: dict[str, float] = {}
-    for record_id, vector in zip(got["ids"], got["embeddings"]):
-        v = np.asarray(vector, dtype=np.float64)
-        owner = md.record_owner(record_id)
-        best[owner] = max(float(v @ query / (np.linalg.norm(v) or 1.0)), best.get(owner, -2.0))
-    return best
+    got = collection.get(ids=item_ids, include=["embeddings"])
+    return {
+        item_id: float(np.asarray(v, dtype=np.float64) @ query / (np.linalg.norm(v) or 1.0))
+        for item_id, v in zip(got["ids"], got["embeddings"])
+    }
 
 
 def _winners(
@@ -137,7 +101,7 @@ def _winners(
     fetch_items: FetchItems,
     now: float,
 ) -> list[HybridHit]:
-    """Read the best-ranked items whole, keep those the filter really accepts, up to `limit`."""
+    """Read the best-ranked items whole, keep those the filter accepts, up to `limit`."""
     hits: list[HybridHit] = []
     position, step = 0, max(op.limit, 8)
     while position < len(ranked) and len(hits) < op.limit:

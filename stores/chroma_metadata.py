@@ -159,18 +159,6 @@ def matches_filter(value: dict[str, Any], filter: dict[str, Any] | None) -> bool
     return all(_matches(value.get(field), cond) for field, cond in (filter or {}).items())
 
 
-def may_match(meta: dict[str, Any], filter: dict[str, Any] | None) -> bool:
-    """Whether an item with this metadata can satisfy `filter` (a superset of `matches_filter`:
-    conditions on long strings or nested values are left to the exact check on the value)."""
-    for field, condition in (filter or {}).items():
-        operands = condition.values() if _is_operator_dict(condition) else [condition]
-        if LONG_PREFIX + field in meta or not all(_is_scalar(o) for o in operands):
-            continue  # long strings, lists and nested values are not in the metadata
-        if not _matches(meta.get(VALUE_PREFIX + field), condition):
-            return False
-    return True
-
-
 def _matches(actual: Any, condition: Any) -> bool:
     if _is_operator_dict(condition):
         return all(_apply(actual, op, operand) for op, operand in condition.items())
@@ -231,6 +219,3 @@ def _is_number(v: Any) -> bool:
 def _is_huge_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 2**63
 
-
-def _is_scalar(v: Any) -> bool:
-    return isinstance(v, (str, bool, int, float)) and not _is_huge_int(v)
