@@ -195,6 +195,16 @@ def redact(text: str) -> Redaction:
     return Redaction(text=text, kinds=kinds)
 
 
+def is_only_secret(text: str) -> bool:
+    """Whether an already redacted text is a secret and nothing worth keeping around it.
+
+    Example:
+        >>> is_only_secret(f"my password is {REDACTED}"), is_only_secret(f"deploy with {REDACTED} on staging")
+        (True, False)
+    """
+    return REDACTED in text and not _has_substance(text)
+
+
 def luhn_valid(digits: str) -> bool:
     """The Luhn checksum of a card number (digits only).
 

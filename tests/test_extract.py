@@ -20,7 +20,7 @@ def extract(*texts: str) -> list:
 @pytest.mark.parametrize(
     ("text", "category"),
     [
-        # English
+        # English, as written
         ("I prefer React over Vue now.", "preference"),
         ("I always use pnpm.", "preference"),
         ("Please always answer in Chinese.", "preference"),
@@ -30,9 +30,9 @@ def extract(*texts: str) -> list:
         ("I work at Acme Corp as a data engineer.", "fact"),
         ("I'm a senior backend developer.", "fact"),
         ("I live in Berlin.", "fact"),
-        ("We use PostgreSQL 16 for everything.", "fact"),
         ("I'm building MJ Studio, a multimodal AI workbench.", "fact"),
         ("I'm allergic to peanuts.", "fact"),
+        ("We use PostgreSQL 16 for everything.", "project"),
         ("Our app uses Next.js 14 and Tailwind.", "project"),
         ("The API prefix is /api/v2.", "project"),
         ("Docker build failed because of the network timeout.", "lesson"),
@@ -41,14 +41,40 @@ def extract(*texts: str) -> list:
         ("To deploy, we run make release and then helm upgrade.", "skill"),
         ("I plan to add video generation to MJ Studio.", "goal"),
         ("My goal is to run a marathon in 2027.", "goal"),
-        # Chinese (seeds 002 and 003's examples)
+        # English, as typed in a chat
+        ("i mostly write go these days, python only for scripts", "preference"),
+        ("no semicolons please", "preference"),
+        ("single quotes everywhere", "preference"),
+        ("svelte all the way, I really like it", "preference"),
+        ("I never deploy on weekends", "preference"),
+        ("we're on Rails 7 with sidekiq for jobs", "project"),
+        ("the staging cluster is gke-eu-west1, prod is in us-central", "project"),
+        ("our api gateway runs Kong 3.4", "project"),
+        ("the docs live in docs/handbook", "project"),
+        ("we deploy everything with ArgoCD", "project"),
+        ("terraform 1.7, aws provider 5.x, state in S3", "project"),
+        ("I have a bad right shoulder so no overhead presses", "fact"),
+        ("I'm lactose intolerant", "fact"),
+        ("my daughter is allergic to eggs", "fact"),
+        ("Dana (my manager) approves all schema changes", "fact"),
+        ("I'm on call every other week", "fact"),
+        ("learned the hard way that sqlite locks the whole db on writes", "lesson"),
+        ("tried bumping the pool size to 50 and that did nothing", "lesson"),
+        ("last time we used celery beat for this it broke silently", "lesson"),
+        ("note to self: vite needs the base path set for github pages", "lesson"),
+        ("bumping the timeout to 30s helped", "lesson"),
+        ("first build the wheel, then upload it with twine", "skill"),
+        ("I want to finish the Kubernetes certification by March", "goal"),
+        ("finish the CKA before summer", "goal"),
+        ("I'm training for the Berlin half in April", "goal"),
+        # Chinese
         ("我喜欢用 TypeScript，代码风格偏向函数式编程，多用组合而不是继承", "preference"),
         ("我常用 TypeScript 严格模式", "preference"),
         ("我不喜欢用 class 继承", "preference"),
         ("代码注释用中文", "preference"),
         ("禁止使用 any 类型", "preference"),
         ("我在开发 MJ Studio", "fact"),
-        ("我们用 PostgreSQL 16", "fact"),
+        ("我们用 PostgreSQL 16", "project"),
         ("我在字节跳动工作", "fact"),
         ("我是一名数据工程师", "fact"),
         ("项目用 Nuxt 4 + SQLite", "project"),
@@ -58,6 +84,22 @@ def extract(*texts: str) -> list:
         ("部署流程是：先构建镜像，再推送，最后 helm upgrade", "skill"),
         ("计划添加视频生成功能", "goal"),
         ("我打算明年学 Rust", "goal"),
+        # Chinese, as typed in a chat
+        ("引号统一用单引号", "preference"),
+        ("我一般用 VS Code 写前端", "preference"),
+        ("出差我一般不坐红眼航班", "preference"),
+        ("每次都要过道的位置", "preference"),
+        ("我们后端是 Kotlin + Ktor，部署在阿里云", "project"),
+        ("日志都在 /var/log/app 下面", "project"),
+        ("用 supervisor 跑 celery", "project"),
+        ("我女儿对芒果过敏", "fact"),
+        ("我老公不吃香菜", "fact"),
+        ("我的导师是王老师", "fact"),
+        ("之前用 Redis 做队列 丢过消息 后来换成 RabbitMQ 就稳了", "lesson"),
+        ("还有个坑 时区一定要用 UTC 存", "lesson"),
+        ("先跑 make test，然后打 tag，再等 CI 发版", "skill"),
+        ("争取 11 月前把驾照考下来", "goal"),
+        ("明年想去冰岛看极光", "goal"),
     ],
 )
 def test_statements_get_their_category_verbatim(text, category):
@@ -80,6 +122,18 @@ def test_statements_get_their_category_verbatim(text, category):
         "My card number is 4111 1111 1111 1111.",
         "你好！", "今天天气不错", "谢谢", "这个怎么用？", "帮我写个数据库查询", "你喜欢 Vue 吗",
         "我的密码是abc123", "哈哈哈，讲个笑话",
+        # chat as typed: acknowledgements, progress, moods, questions without a question mark
+        "ok cool", "looks good, merge it", "👍", "lol yeah", "perfect, thx",
+        "ugh this week is brutal", "so tired today", "the pasta was amazing lol",
+        "deploying now", "tests are running", "what flag do I need for that",
+        "should I use a queue here", "which one is faster", "any ideas why it hangs",
+        "if I used Go I'd be done by now", "maybe I'll try Zig someday",
+        "my coworker swears by emacs", "everyone on my team uses Arch",
+        "let me check the logs", "one sec", "brb coffee",
+        "好的 那就这样", "嗯嗯", "累死了 今天开了一天会", "外面下雨了 烦",
+        "这个报错是什么意思", "要不要加个索引", "我同事喜欢用 Vim", "如果用 Go 写会不会快点",
+        "我先去吃个饭", "等下 我看看日志",
+        "PIN 4821", "cvv 317", "支付密码 880088",
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):
@@ -102,6 +156,66 @@ def test_a_message_with_several_statements_gives_several_candidates():
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a new first-person subject starts a new memory
+        ("ruff for linting, I switched from pylint ages ago. and I indent with tabs",
+         ["ruff for linting, I switched from pylint ages ago.", "I indent with tabs"]),
+        # an elaboration without a subject stays with its statement
+        ("I lean towards small modules. one class per file, no barrels",
+         ["I lean towards small modules. one class per file, no barrels"]),
+        ("Kotlin always, coroutines over RxJava. like structured concurrency everywhere",
+         ["Kotlin always, coroutines over RxJava. like structured concurrency everywhere"]),
+        # a question or request in the middle is dropped, the statements around it kept
+        ("our CI is Buildkite, can you check the pipeline? we deploy with Helm 3 btw",
+         ["our CI is Buildkite", "we deploy with Helm 3 btw"]),
+        ("缓存用 Memcached 1.6 在 10.1.2.3 上 要不要加监控",
+         ["缓存用 Memcached 1.6 在 10.1.2.3 上"]),
+        # a fragment before a statement leads into it
+        ("billing-svc question. we're on Flask 3 with celery", ["billing-svc question. we're on Flask 3 with celery"]),
+    ],
+)
+def test_pieces_are_grouped_into_memories(text, expected):
+    assert [c.content for c in extract(text)] == expected
+
+
+def test_items_of_an_announced_goal_list_are_goals():
+    context = [HumanMessage("ok, my goals for next year, keep me honest", id="c1")]
+    window = [
+        HumanMessage("1) swim 2km without stopping. open water, by July", id="m1"),
+        HumanMessage("2) read 20 books. mostly history", id="m2"),
+        HumanMessage("haha we'll see", id="m3"),
+    ]
+    candidates = RuleExtractor().extract(window, context=context)
+    assert [(c.category, c.content) for c in candidates] == [
+        ("goal", "swim 2km without stopping. open water, by July"),
+        ("goal", "read 20 books. mostly history"),
+    ]
+    # without the announcement a bare list item is not a goal
+    assert RuleExtractor().extract([HumanMessage("2) read 20 books. mostly history", id="m2")]) == []
+
+
+def test_chinese_goal_list_items():
+    messages = [
+        HumanMessage("今年想立几个目标", id="m0"),
+        HumanMessage("第一个 考到 PMP 证书", id="m1"),
+        HumanMessage("第二个 每天背 30 个单词", id="m2"),
+    ]
+    assert [(c.category, c.content) for c in RuleExtractor().extract(messages)] == [
+        ("goal", "考到 PMP 证书"),
+        ("goal", "每天背 30 个单词"),
+    ]
+
+
+def test_secrets_inside_a_statement_are_redacted_not_kept():
+    [c] = extract("prod db is MySQL 8.0 on db-prod-2, user svc_app password Kq7!mZp2x")
+    assert "Kq7!mZp2x" not in c.content and "[REDACTED]" in c.content
+    assert "MySQL 8.0" in c.content and "svc_app" in c.content
+    [c] = extract("数据库是 PG 15，账号 app_rw 密码 Hx8#ee21，在 10.2.0.7")
+    assert "Hx8#ee21" not in c.content and "app_rw" in c.content
+
+
 def test_remember_prefix_is_stripped():
     [c] = extract("Please remember that I prefer tabs over spaces.")
     assert (c.category, c.content, c.key) == ("preference", "I prefer tabs over spaces.", "preference.indentation")
@@ -114,12 +228,22 @@ def test_remember_prefix_is_stripped():
         ("I like Vue for frontend work.", "preference.frontend_framework", "Vue"),
         ("我更喜欢 React 而不是 Vue", "preference.frontend_framework", "React"),
         ("My favorite editor is Neovim.", "preference.editor", "Neovim"),
-        ("We use PostgreSQL 16 for everything.", "fact.database", "PostgreSQL 16"),
-        ("We switched to MySQL 8 last month.", "fact.database", "MySQL 8"),
+        ("We use PostgreSQL 16 for everything.", "project.database", "PostgreSQL 16"),
+        ("We switched to MySQL 8 last month.", "project.database", "MySQL 8"),
+        ("我们用的 MariaDB 10", "project.database", "MariaDB 10"),
+        ("上周已经迁到 CockroachDB 了", "project.database", "CockroachDB"),
         ("I work at Acme Corp as a data engineer.", "fact.employer", "Acme Corp"),
+        ("I just started at Globex, mostly backend", "fact.employer", "Globex"),
         ("I live in Berlin.", "fact.location", "Berlin"),
         ("我住在北京", "fact.location", "北京"),
         ("我在字节跳动工作", "fact.employer", "字节跳动"),
+        ("redux toolkit always, no context soup", "preference.state_management", "redux toolkit"),
+        ("状态管理我们用 MobX", "preference.state_management", "MobX"),
+        ("组件库从 Vuetify 换成 Naive UI 了", "preference.ui_library", "Naive UI"),
+        ("120 char lines, old habit", "preference.line_length", "120"),
+        ("2 spaces from now on", "preference.indentation", "2 spaces"),
+        ("缩进统一用 4 个空格", "preference.indentation", "4 个空格"),
+        ("I use bun for everything now", "preference.package_manager", "bun"),
     ],
 )
 def test_single_valued_statements_get_a_key(text, key, value):
@@ -129,20 +253,30 @@ def test_single_valued_statements_get_a_key(text, key, value):
 
 @pytest.mark.parametrize(
     "text",
-    ["I also like Go.", "I hate Angular.", "I like Python.", "Our app uses Next.js 14 and Tailwind.", "I like pizza."],
+    ["I also like Go.", "I hate Angular.", "I like Python.", "Our app uses Next.js 14 and Tailwind.", "I like pizza.",
+     "I like Vue and Svelte."],
 )
 def test_additive_negative_or_multi_valued_statements_get_no_key(text):
     [c] = extract(text)
     assert c.key is None
 
 
-def test_a_changed_preference_supersedes_through_the_write_policy():
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I like Vue for frontend work.", "I prefer React over Vue now."),
+        ("yarn always, it's what I know", "switched everything to pnpm, yarn is too slow for me"),
+        ("我们用的 MySQL 5.6", "上个月已经迁到 TiDB 了"),
+        ("缩进用 tab", "缩进改成 2 个空格 以后都这样"),
+    ],
+)
+def test_a_changed_preference_supersedes_through_the_write_policy(old, new):
     store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
     ltm = LongTermMemory(store)
-    [old] = ltm.upsert("u", extract("I like Vue for frontend work."), message_ids=["m1"])
-    [new] = ltm.upsert("u", RuleExtractor().extract([HumanMessage("I prefer React over Vue now.", id="m9")]))
-    assert new.action == "superseded" and new.superseded[0].id == old.memory.id
-    assert [m.content for m in ltm.list("u")] == ["I prefer React over Vue now."]
+    [first] = ltm.upsert("u", extract(old), message_ids=["m1"])
+    [second] = ltm.upsert("u", RuleExtractor().extract([HumanMessage(new, id="m9")]))
+    assert second.action == "superseded" and second.superseded[0].id == first.memory.id
+    assert [m.content for m in ltm.list("u")] == [new]
 
 
 # -- the LLM extractor ------------------------------------------------------------------------
