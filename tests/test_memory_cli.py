@@ -17,6 +17,7 @@ from engram.graph import Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
 from engram.stores.chroma import ChromaStore, make_store
+from engram.stores.lexical import LexicalIndex
 from engram.stores.memories import LongTermMemory, Memory
 from engram.stores.memory_policy import INDEX_FIELDS
 
@@ -254,6 +255,10 @@ def test_delete_all_removes_everything_of_a_user_and_nothing_else(data):
     store = ChromaStore(path=data / "chroma")
     alice_before = _records_of(store, "alice")
     bob_before = _records_of(store, "bob")
+    lexical = LexicalIndex(data / "chroma")  # the BM25 index beside Chroma's files
+    alice_scopes = [s for s in lexical.scopes() if s.split("/", 1)[1].split(".")[1:2] == ["alice"]]
+    bob_documents = {s: lexical.digests(s) for s in lexical.scopes() if ".bob" in s}
+    assert len(alice_scopes) == 2 and bob_documents  # memories and episodes of each
     kinds = {json.loads(m["ns.p1"])[0] for m in alice_before}
     assert {"memories", "memory_hashes", "episodes", "threads"} <= kinds  # the turns made them all
     assert sorted(cli("stats", "-u", "alice", "--json")["namespaces"]) == sorted(kinds)
@@ -265,6 +270,9 @@ def test_delete_all_removes_everything_of_a_user_and_nothing_else(data):
     assert sum(report["deleted"].values()) == len(alice_before)
     assert _records_of(store, "alice") == []
     assert _records_of(store, "bob") == bob_before
+    assert [s for s in lexical.scopes() if s in alice_scopes] == []
+    assert all(lexical.count(s) == 0 for s in alice_scopes)
+    assert {s: lexical.digests(s) for s in bob_documents} == bob_documents
 
     saver = ThreadedSqliteSaver.from_path(data / "checkpoints.sqlite")
     for thread, present in (("alice-1", False), ("alice-2", False), ("bob-1", True)):
