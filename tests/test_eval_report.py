@@ -62,7 +62,10 @@ def test_check_targets_gives_target_value_and_pass():
     assert checked["detail_retention"]["pass"] is False
     assert checked["chitchat_memories"] == {"target": "<= 0", "value": 2, "pass": False}
     missing = check_targets({}, LOCOMO_TARGETS)
-    assert missing == {"any_at_10": {"target": ">= 0.75", "value": None, "pass": False}}
+    assert missing == {
+        "any_at_10": {"target": ">= 0.8", "value": None, "pass": False},
+        "frac_at_10": {"target": ">= 0.7", "value": None, "pass": False},
+    }
 
 
 def test_build_report_shape():
@@ -117,7 +120,7 @@ def test_write_report_refuses_a_file_as_folder(tmp_path):
     report = build_report(
         kind="locomo",
         mode="engine",
-        metrics={"any_at_10": 0.8, "by_category": {"temporal": {"any_at_10": 0.9}}},
+        metrics={"any_at_10": 0.8, "frac_at_10": 0.7, "by_category": {"temporal": {"any_at_10": 0.9}}},
         targets=LOCOMO_TARGETS,
         embeddings=NGramEmbeddings(),
     )
