@@ -46,13 +46,12 @@ from engram.graph.models import load_chat_model
 from engram.nodes.compress import make_compressor
 from engram.nodes.failures import RECOVERABLE_ERRORS
 from engram.stores.maintenance import maintain as run_maintenance
-from engram.stores.maintenance_types import JournalEntry, MaintenanceSettings, journal_namespace
+from engram.stores.maintenance_types import JournalEntry, MaintenanceSettings
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_import import ImportPlan, import_steps, plan_import
 from engram.stores.memory_markdown import MarkdownError, parse_markdown, render_markdown
-from engram.stores.memory_restore import delete as delete_memory
-from engram.stores.memory_restore import restore as restore_memory
 from engram.stores.memory_types import CATEGORIES, Category, MemoryCandidate, utc_now
+from engram.stores.namespaces import journal_namespace
 from engram.stores.steps import run_steps
 from engram.stores.user_data import (
     delete_user,
@@ -339,7 +338,7 @@ def restore(
     """Undo forgetting or maintenance (importance, compression) on a memory."""
     user_id = user or DEFAULT_USER
     backend = open_backend(data)
-    result = restore_memory(backend.store, user_id, resolve_id(backend, user_id, memory_id).id)
+    result = LongTermMemory(backend.store).restore(user_id, resolve_id(backend, user_id, memory_id).id)
     assert result is not None
     if as_json:
         print_json(
@@ -393,7 +392,7 @@ def delete(
         typer.confirm(
             f"Delete memory {memory.id} for good (forget keeps it restorable)?", abort=True
         )
-    deleted = delete_memory(backend.store, user_id, memory.id)
+    deleted = LongTermMemory(backend.store).delete(user_id, memory.id)
     if as_json:
         print_json({"deleted": [memory.id] if deleted else []})
     else:

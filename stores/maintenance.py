@@ -57,9 +57,8 @@ from engram.stores.maintenance_types import (
     Lowered,
     MaintenanceReport,
     MaintenanceSettings,
-    journal_namespace,
 )
-from engram.stores.memories import LongTermMemory
+from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
 from engram.stores.memory_policy import INDEX_FIELDS, MAX_SOURCE_IDS, Steps
 from engram.stores.memory_types import CATEGORIES, Memory, content_hash, parse_time, utc_now
 from engram.stores.secrets import redact
@@ -117,7 +116,7 @@ class MaintenanceRun:
         dry_run: bool,
     ) -> None:
         self.user_id = user_id
-        self.namespace = LongTermMemory.namespace(user_id)
+        self.namespace = memory_namespace(user_id)
         self.settings = settings
         self.now = now
         self.stamp = now.isoformat()
@@ -244,7 +243,7 @@ class MaintenanceRun:
 
     def ops(self) -> list[Op]:
         """The writes: changed memories, journal entries, duplicate-registry records."""
-        hashes = LongTermMemory.hash_namespace(self.user_id)
+        hashes = hash_namespace(self.user_id)
         journal = journal_namespace(self.user_id)
         return [
             *(

@@ -12,18 +12,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engram.stores.memories import LongTermMemory
 from engram.stores.memory_types import CATEGORIES, Memory
 
-MAINTENANCE_NAMESPACE = "memory_maintenance"
-"""Root of the maintenance journal `("memory_maintenance", user_id)`."""
-
 ForgetReason = Literal["relevance", "ttl", "cap", "uncompressed"]
-
-
-def journal_namespace(user_id: str) -> tuple[str, str]:
-    """Where a user's maintenance journal lives: `("memory_maintenance", user_id)`."""
-    return (MAINTENANCE_NAMESPACE, LongTermMemory.namespace(user_id)[1])
 
 
 @dataclass(frozen=True)

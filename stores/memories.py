@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import TypeVar
 
 from langgraph.store.base import BaseStore, GetOp, SearchItem
 
@@ -27,7 +26,6 @@ from engram.stores.memory_policy import (
     PolicySettings,
     RecallSettings,
     Steps,
-    delete_steps,
     episode_search_steps,
     get_steps,
     list_steps,
@@ -36,6 +34,7 @@ from engram.stores.memory_policy import (
     touch_steps,
     upsert_steps,
 )
+from engram.stores.memory_restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory_types import (
     CATEGORIES,
     DEFAULT_IMPORTANCE,
@@ -49,15 +48,16 @@ from engram.stores.memory_types import (
     content_hash,
     utc_now,
 )
+from engram.stores.namespaces import (
+    EPISODE_NAMESPACE,
+    HASH_NAMESPACE,
+    MEMORY_NAMESPACE,
+    episode_namespace,
+    hash_namespace,
+    memory_namespace,
+)
+from engram.stores.steps import arun_steps, run_steps
 
-T = TypeVar("T")
-
-MEMORY_NAMESPACE = "memories"
-"""Root of the memory namespace `("memories", user_id)`."""
-HASH_NAMESPACE = "memory_hashes"
-"""Root of the exact-duplicate registry `("memory_hashes", user_id)`."""
-EPISODE_NAMESPACE = "episodes"
-"""Root of the archive of compacted messages `("episodes", user_id)`."""
 
 
 class LongTermMemory:
@@ -121,20 +121,12 @@ class LongTermMemory:
         )
         self.clock = clock
 
-    @staticmethod
-    def namespace(user_id: str) -> tuple[str, str]:
-        """Where a user's memories live: `("memories", user_id)`."""
-        return (MEMORY_NAMESPACE, _checked_user(user_id))
-
-    @staticmethod
-    def episode_namespace(user_id: str) -> tuple[str, str]:
-        """Where a user's archived messages live: `("episodes", user_id)`."""
-        return (EPISODE_NAMESPACE, _checked_user(user_id))
-
-    @staticmethod
-    def hash_namespace(user_id: str) -> tuple[str, str]:
-        """Where a user's exact-duplicate registry lives: `("memory_hashes", user_id)`."""
-        return (HASH_NAMESPACE, _checked_user(user_id))
+    namespace = staticmethod(memory_namespace)
+    """Where a user's memories live: `("memories", user_id)`."""
+    episode_namespace = staticmethod(episode_namespace)
+    """Where a user's archived messages live: `("episodes", user_id)`."""
+    hash_namespace = staticmethod(hash_namespace)
+    """Where a user's exact-duplicate registry lives: `("memory_hashes", user_id)`."""
 
     # -- recall -------------------------------------------------------------------------------
 
@@ -160,7 +152,7 @@ class LongTermMemory:
             include_forgotten: Also soft-deleted memories.
             touch: Count this recall in `access_count` / `last_accessed` of the results.
         """
-        return await self._arun(self._search(user_id, query, k, categories, include_superseded,
+        return await arun_steps(self.store, self._search(user_id, query, k, categories, include_superseded,
                                              include_forgotten, touch))
 
     def search(
@@ -175,7 +167,7 @@ class LongTermMemory:
         touch: bool = True,
     ) -> list[ScoredMemory]:
         """Sync `asearch`."""
-        return self._run(self._search(user_id, query, k, categories, include_superseded,
+        return run_steps(self.store, self._search(user_id, query, k, categories, include_superseded,
                                       include_forgotten, touch))
 
     async def asearch_episodes(
@@ -183,22 +175,22 @@ class LongTermMemory:
     ) -> list[SearchItem]:
         """Recall archived messages: the `k` best matches of `query` that are at least
         `min_similarity` similar to it, best first; their `score` is the fused relevance."""
-        return await self._arun(self._search_episodes(user_id, query, k, min_similarity))
+        return await arun_steps(self.store, self._search_episodes(user_id, query, k, min_similarity))
 
     def search_episodes(
         self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
     ) -> list[SearchItem]:
         """Sync `asearch_episodes`."""
-        return self._run(self._search_episodes(user_id, query, k, min_similarity))
+        return run_steps(self.store, self._search_episodes(user_id, query, k, min_similarity))
 
     async def atouch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """Count a recall of these memories (`access_count`, `last_accessed`), for recalls made
         with `touch=False`; unknown ids are skipped. Returns the memories as stored now."""
-        return await self._arun(self._touch(user_id, memory_ids))
+        return await arun_steps(self.store, self._touch(user_id, memory_ids))
 
     def touch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """Sync `atouch`."""
-        return self._run(self._touch(user_id, memory_ids))
+        return run_steps(self.store, self._touch(user_id, memory_ids))
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -218,7 +210,7 @@ class LongTermMemory:
             thread_id: The conversation they came from (provenance).
             message_ids: The messages they came from, unless a candidate names its own.
         """
-        return await self._arun(self._upsert(user_id, candidates, thread_id, message_ids))
+        return await arun_steps(self.store, self._upsert(user_id, candidates, thread_id, message_ids))
 
     def upsert(
         self,
@@ -229,17 +221,17 @@ class LongTermMemory:
         message_ids: Sequence[str] = (),
     ) -> list[WriteResult]:
         """Sync `aupsert`."""
-        return self._run(self._upsert(user_id, candidates, thread_id, message_ids))
+        return run_steps(self.store, self._upsert(user_id, candidates, thread_id, message_ids))
 
     # -- management (issue 5 extends these) ---------------------------------------------------
 
     async def aget(self, user_id: str, memory_id: str) -> Memory | None:
         """One memory by id (any status), or None."""
-        return await self._arun(get_steps(self.namespace(user_id), memory_id))
+        return await arun_steps(self.store, get_steps(self.namespace(user_id), memory_id))
 
     def get(self, user_id: str, memory_id: str) -> Memory | None:
         """Sync `aget`."""
-        return self._run(get_steps(self.namespace(user_id), memory_id))
+        return run_steps(self.store, get_steps(self.namespace(user_id), memory_id))
 
     async def alist(
         self,
@@ -252,7 +244,7 @@ class LongTermMemory:
         offset: int = 0,
     ) -> list[Memory]:
         """A user's memories, most recently updated first."""
-        return await self._arun(list_steps(
+        return await arun_steps(self.store, list_steps(
             self.namespace(user_id), categories=categories, include_superseded=include_superseded,
             include_forgotten=include_forgotten, limit=limit, offset=offset))
 
@@ -267,35 +259,36 @@ class LongTermMemory:
         offset: int = 0,
     ) -> list[Memory]:
         """Sync `alist`."""
-        return self._run(list_steps(
+        return run_steps(self.store, list_steps(
             self.namespace(user_id), categories=categories, include_superseded=include_superseded,
             include_forgotten=include_forgotten, limit=limit, offset=offset))
 
     async def aforget(self, user_id: str, memory_id: str) -> Memory | None:
         """Soft-delete: kept and restorable, no longer recalled. None if there is no such memory."""
-        return await self._arun(self._set_forgotten(user_id, memory_id, True))
+        return await arun_steps(self.store, self._forget(user_id, memory_id))
 
     def forget(self, user_id: str, memory_id: str) -> Memory | None:
         """Sync `aforget`."""
-        return self._run(self._set_forgotten(user_id, memory_id, True))
+        return run_steps(self.store, self._forget(user_id, memory_id))
 
-    async def arestore(self, user_id: str, memory_id: str) -> Memory | None:
-        """Undo `forget`. None if there is no such memory."""
-        return await self._arun(self._set_forgotten(user_id, memory_id, False))
+    async def arestore(self, user_id: str, memory_id: str) -> RestoreResult | None:
+        """Undo `forget` and what maintenance did to a memory: forgotten -> active, a lowered
+        importance -> the old one, compressed -> current again (`engram.stores.memory_restore`).
+        None if there is no such memory."""
+        return await arun_steps(self.store, self._restore(user_id, memory_id))
 
-    def restore(self, user_id: str, memory_id: str) -> Memory | None:
+    def restore(self, user_id: str, memory_id: str) -> RestoreResult | None:
         """Sync `arestore`."""
-        return self._run(self._set_forgotten(user_id, memory_id, False))
+        return run_steps(self.store, self._restore(user_id, memory_id))
 
     async def adelete(self, user_id: str, memory_id: str) -> bool:
-        """Delete for good (not restorable). False if there was no such memory."""
-        return await self._arun(
-            delete_steps(self.namespace(user_id), self.hash_namespace(user_id), memory_id))
+        """Delete for good (not restorable), with its duplicate records and maintenance journal
+        entry. False if there was no such memory."""
+        return await arun_steps(self.store, delete_memory_steps(user_id, memory_id))
 
     def delete(self, user_id: str, memory_id: str) -> bool:
         """Sync `adelete`."""
-        return self._run(
-            delete_steps(self.namespace(user_id), self.hash_namespace(user_id), memory_id))
+        return run_steps(self.store, delete_memory_steps(user_id, memory_id))
 
     # -- shared step builders and the two drivers ---------------------------------------------
 
@@ -348,34 +341,12 @@ class LongTermMemory:
             results.append(result)
         return results
 
-    def _set_forgotten(self, user_id: str, memory_id: str, forgotten: bool) -> Steps[Memory | None]:
-        return set_forgotten_steps(self.namespace(user_id), memory_id, forgotten=forgotten,
+    def _forget(self, user_id: str, memory_id: str) -> Steps[Memory | None]:
+        return set_forgotten_steps(self.namespace(user_id), memory_id, forgotten=True,
                                    now=self.clock().isoformat())
 
-    def _run(self, steps: Steps[T]) -> T:
-        try:
-            ops = next(steps)
-            while True:
-                ops = steps.send(self.store.batch(ops))
-        except StopIteration as done:
-            return done.value
-
-    async def _arun(self, steps: Steps[T]) -> T:
-        try:
-            ops = next(steps)
-            while True:
-                ops = steps.send(await self.store.abatch(ops))
-        except StopIteration as done:
-            return done.value
-
-
-def _checked_user(user_id: str) -> str:
-    if not isinstance(user_id, str) or not user_id or "." in user_id:
-        raise ValueError(
-            f"user_id must be a non-empty string without '.', since it is a LangGraph store "
-            f"namespace label; got {user_id!r}. Replace dots (e.g. in e-mail addresses) first."
-        )
-    return user_id
+    def _restore(self, user_id: str, memory_id: str) -> Steps[RestoreResult | None]:
+        return restore_steps(user_id, memory_id, self.clock().isoformat())
 
 
 __all__ = [

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from langgraph.store.base import PutOp
 
-from engram.stores.memories import LongTermMemory
+from engram.stores.namespaces import hash_namespace, memory_namespace
 from engram.stores.memory_policy import INDEX_FIELDS, Steps, get_steps
 from engram.stores.memory_types import Category, Memory, content_hash
 from engram.stores.secrets import redact
@@ -39,7 +39,7 @@ def edit_steps(
     Raises:
         EditError: No current memory `memory_id`, or `content` is empty or only a secret.
     """
-    namespace = LongTermMemory.namespace(user_id)
+    namespace = memory_namespace(user_id)
     memory = yield from get_steps(namespace, memory_id)
     if memory is None:
         raise EditError(f"no memory {memory_id} for user {user_id!r}")
@@ -68,7 +68,7 @@ def edit_steps(
     yield [
         PutOp(namespace, new.id, new.to_value(), index=INDEX_FIELDS),
         PutOp(
-            LongTermMemory.hash_namespace(user_id),
+            hash_namespace(user_id),
             content_hash(text),
             {"memory_id": new.id},
             index=False,

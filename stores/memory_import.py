@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from engram.stores.memories import LongTermMemory
+from engram.stores.namespaces import hash_namespace, memory_namespace
 from engram.stores.memory_edit import EditError, edit_steps
 from engram.stores.memory_markdown import Bullet, MarkdownDoc, MarkdownError, same_text
 from engram.stores.memory_policy import PolicySettings, Steps, set_forgotten_steps, upsert_steps
@@ -174,7 +174,7 @@ def import_steps(
         policy: The write policy's thresholds for added memories (default: DESIGN's).
     """
     policy = policy or PolicySettings()
-    namespace, hashes = LongTermMemory.namespace(user_id), LongTermMemory.hash_namespace(user_id)
+    namespace, hashes = memory_namespace(user_id), hash_namespace(user_id)
     applied: list[Applied] = []
     for change in plan.changes:
         if change.action == "add":

@@ -15,7 +15,8 @@ A restored memory counts as confirmed by its owner (`updated_at` = now), so the 
 maintenance run does not forget it again at once. A memory superseded by a newer value of its
 `key` is not restored: that would make two current values of one attribute.
 
-`delete` removes a memory for good, with its duplicate-registry records and journal entry.
+`delete_memory_steps` removes a memory for good, with its duplicate-registry records and journal
+entry. `LongTermMemory.restore` and `LongTermMemory.delete` run these steps.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from langgraph.store.base import BaseStore, GetOp, Op, PutOp
+from langgraph.store.base import GetOp, Op, PutOp
 
-from engram.stores.maintenance_types import JournalEntry, journal_namespace
-from engram.stores.memories import LongTermMemory
+from engram.stores.maintenance_types import JournalEntry
 from engram.stores.memory_policy import INDEX_FIELDS, Steps, delete_steps
-from engram.stores.memory_types import Memory, utc_now
-from engram.stores.steps import arun_steps, run_steps
+from engram.stores.memory_types import Memory
+from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class RestoreResult:
 
 def restore_steps(user_id: str, memory_id: str, now: str) -> Steps[RestoreResult | None]:
     """Restore one memory (see the module docstring); None if there is no such memory."""
-    namespace, journal = LongTermMemory.namespace(user_id), journal_namespace(user_id)
+    namespace, journal = memory_namespace(user_id), journal_namespace(user_id)
     item, entry_item = yield [GetOp(namespace, memory_id), GetOp(journal, memory_id)]
     if item is None:
         return None
@@ -130,38 +130,18 @@ def restore_steps(user_id: str, memory_id: str, now: str) -> Steps[RestoreResult
 def delete_memory_steps(user_id: str, memory_id: str) -> Steps[bool]:
     """Delete a memory for good, with its duplicate records and its journal entry; False if absent."""
     deleted = yield from delete_steps(
-        LongTermMemory.namespace(user_id), LongTermMemory.hash_namespace(user_id), memory_id
+        memory_namespace(user_id), hash_namespace(user_id), memory_id
     )
     if deleted:
         yield [PutOp(journal_namespace(user_id), memory_id, None)]
     return deleted
 
 
-async def arestore(store: BaseStore, user_id: str, memory_id: str) -> RestoreResult | None:
-    """Restore a memory (see the module docstring); None if there is no such memory."""
-    return await arun_steps(store, restore_steps(user_id, memory_id, utc_now().isoformat()))
-
-
-def restore(store: BaseStore, user_id: str, memory_id: str) -> RestoreResult | None:
-    """Sync `arestore`."""
-    return run_steps(store, restore_steps(user_id, memory_id, utc_now().isoformat()))
-
-
-async def adelete(store: BaseStore, user_id: str, memory_id: str) -> bool:
-    """Delete a memory for good (not restorable); False if there was no such memory."""
-    return await arun_steps(store, delete_memory_steps(user_id, memory_id))
-
-
-def delete(store: BaseStore, user_id: str, memory_id: str) -> bool:
-    """Sync `adelete`."""
-    return run_steps(store, delete_memory_steps(user_id, memory_id))
-
-
 def _retire_if_all_back(
     user_id: str, compressed_id: str, restoring: str, now: str
 ) -> Steps[list[Op]]:
     """Forget a compressed memory once all its originals are current again."""
-    namespace, journal = LongTermMemory.namespace(user_id), journal_namespace(user_id)
+    namespace, journal = memory_namespace(user_id), journal_namespace(user_id)
     item, entry_item = yield [GetOp(namespace, compressed_id), GetOp(journal, compressed_id)]
     if item is None or entry_item is None:
         return []

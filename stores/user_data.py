@@ -25,23 +25,22 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
-from engram.stores.memories import MEMORY_NAMESPACE, LongTermMemory
+from engram.stores.namespaces import (
+    MEMORY_NAMESPACE,
+    THREAD_NAMESPACE,
+    check_user,
+    memory_namespace,
+    thread_namespace,
+)
 from engram.stores.memory_policy import Steps
 from engram.stores.memory_types import Memory
 from engram.stores.steps import arun_steps, run_steps
 
-THREAD_NAMESPACE = "threads"
-"""Root of the thread registry `("threads", user_id)`: one item per thread, keyed by thread id."""
 PAGE = 100_000
 """Items read or deleted per store call when walking a whole namespace. Large: a plain search
 costs `ChromaStore` a scan of the namespace's metadata whatever the page size, so one call
 that takes everything is the fastest (10k memories: about 2 s in one call, a minute in pages
 of 1000)."""
-
-
-def thread_namespace(user_id: str) -> tuple[str, str]:
-    """Where a user's thread registry lives: `("threads", user_id)`."""
-    return (THREAD_NAMESPACE, LongTermMemory.namespace(user_id)[1])
 
 
 def register_thread_op(user_id: str, thread_id: str, now: str) -> PutOp:
@@ -119,13 +118,13 @@ def items_steps(namespace: tuple[str, ...]) -> Steps[list[Item]]:
 
 def memories_steps(user_id: str) -> Steps[list[Memory]]:
     """All of a user's memories, in any state (current, superseded, forgotten)."""
-    items = yield from items_steps(LongTermMemory.namespace(user_id))
+    items = yield from items_steps(memory_namespace(user_id))
     return [Memory.from_item(i) for i in items]
 
 
 def user_namespaces_steps(user_id: str) -> Steps[list[tuple[str, ...]]]:
     """Every namespace whose second label is `user_id` (`("memories", U)`, `("episodes", U)`...)."""
-    label = LongTermMemory.namespace(user_id)[1]
+    label = check_user(user_id)
     condition = MatchCondition(match_type="prefix", path=("*", label))
     found: list[tuple[str, ...]] = []
     offset = 0
@@ -149,7 +148,7 @@ def stats_steps(user_id: str) -> Steps[UserStats]:
     memories = yield from memories_steps(user_id)
     namespaces: dict[str, int] = {}
     for namespace in (yield from user_namespaces_steps(user_id)):
-        if namespace == LongTermMemory.namespace(user_id):
+        if namespace == memory_namespace(user_id):
             count = len(memories)
         else:
             count = len((yield from items_steps(namespace)))

@@ -26,7 +26,6 @@ from engram.stores.maintenance import amaintain, idle_days, maintain, relevance
 from engram.stores.maintenance_types import Compressed, MaintenanceSettings
 from engram.stores.memories import LongTermMemory, Memory
 from engram.stores.memory_policy import INDEX_FIELDS
-from engram.stores.memory_restore import arestore, restore
 from engram.stores.steps import run_steps
 from engram.stores.user_data import memories_steps
 
@@ -205,14 +204,14 @@ def test_restore_brings_back_a_lowered_then_forgotten_memory_with_its_importance
     report = run(NOW + timedelta(days=150))
     assert report.forgotten == [memory.id]
 
-    result = restore(store, USER, memory.id)
+    result = LongTermMemory(store).restore(USER, memory.id)
     assert result is not None and result.changed
     back = everything(store)[memory.id]
     assert not back.forgotten and back.importance == 0.8
     assert LongTermMemory(store).list(USER)[0].id == memory.id
     # restoring confirms it: the next run does not forget it again
     assert run(NOW + timedelta(days=150)).changed == 0
-    assert not restore(store, USER, memory.id).changed  # nothing left to restore
+    assert not LongTermMemory(store).restore(USER, memory.id).changed  # nothing left to restore
 
 
 def test_cap_forgets_lowest_importance_oldest_first_and_restore_undoes_it(store, run):
@@ -225,7 +224,7 @@ def test_cap_forgets_lowest_importance_oldest_first_and_restore_undoes_it(store,
     assert report.capped == [lowest.id, low_old.id]
     assert {m.id for m in LongTermMemory(store).list(USER)} == {keep[0].id, keep[1].id, low_new.id}
 
-    asyncio.run(arestore(store, USER, low_old.id))
+    asyncio.run(LongTermMemory(store).arestore(USER, low_old.id))
     back = everything(store)[low_old.id]
     assert not back.forgotten and back.importance == 0.6
 
@@ -258,7 +257,7 @@ def test_ttl_expires_a_category_and_restore_keeps_it(store, run):
     assert relevance(everything(store)[old_goal.id], NOW) > 0.3  # expired despite being relevant
     assert {m.id for m in LongTermMemory(store).list(USER)} == {young_goal.id, old_fact.id}
 
-    restore(store, USER, old_goal.id)
+    LongTermMemory(store).restore(USER, old_goal.id)
     assert not everything(store)[old_goal.id].forgotten
     assert run(settings=settings).expired == []  # restoring confirms it: the TTL restarts
 
@@ -344,11 +343,11 @@ def test_compression_replaces_old_rarely_used_memories_and_restore_undoes_it(sto
     assert not current & {mem[k].content for k in ("f0", "f1", "f2")}
 
     # restoring one original brings it back next to the compressed memory
-    restore(store, USER, sources[0])
+    LongTermMemory(store).restore(USER, sources[0])
     after = everything(store)
     assert after[sources[0]].current and after[new_id].current and not after[new_id].forgotten
     # restoring the compressed memory undoes the rest of the compression
-    result = restore(store, USER, new_id)
+    result = LongTermMemory(store).restore(USER, new_id)
     assert sorted(result.also_restored) == sorted(sources[1:])
     after = everything(store)
     assert after[new_id].forgotten and all(after[s].current for s in sources)
@@ -372,7 +371,7 @@ def test_restoring_every_original_retires_the_compressed_memory(store, run):
     )
     [compressed] = run(compressor=make_compressor(model)).compressed
     for source in compressed.sources:
-        restore(store, USER, source)
+        LongTermMemory(store).restore(USER, source)
     after = everything(store)
     assert after[compressed.created[0]].forgotten
     assert {mem["f0"].id, mem["f1"].id} <= {m.id for m in LongTermMemory(store).list(USER)}

@@ -337,7 +337,9 @@ def test_forget_and_restore(api):
     assert api.forget(USER, r.memory.id).forgotten
     assert api.search(USER, "dark mode") == [] and api.list(USER) == []
     assert [s.memory.id for s in api.search(USER, "dark mode", include_forgotten=True)] == [r.memory.id]
-    assert not api.restore(USER, r.memory.id).forgotten
+    restored = api.restore(USER, r.memory.id)
+    assert restored.changed and not restored.memory.forgotten
+    assert api.restore(USER, "no-such-id") is None
     assert [s.memory.id for s in api.search(USER, "dark mode")] == [r.memory.id]
     assert api.forget(USER, "no-such-id") is None
 

@@ -17,7 +17,6 @@ from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
 from engram.stores.memory_edit import edit_steps
 from engram.stores.memory_import import import_steps, plan_import
 from engram.stores.memory_markdown import MarkdownError, parse_markdown, render_markdown
-from engram.stores.memory_restore import restore
 from engram.stores.steps import run_steps
 from engram.stores.user_data import memories_steps
 
@@ -147,7 +146,7 @@ def test_export_edit_import_applies_edits_deletions_and_additions(store):
     assert again.warnings[0].startswith("line ") and "already remembered as" in again.warnings[0]
     # a fresh export round-trips again
     assert plan(store, export(store, at=T0 + timedelta(days=2))).changes == []
-    restore(store, USER, mem["acme"].id)
+    LongTermMemory(store).restore(USER, mem["acme"].id)
     assert not everything(store)[mem["acme"].id].forgotten
 
 

@@ -19,13 +19,13 @@ from engram.graph.context import Context
 from engram.graph.state import EngramState
 from engram.nodes.consolidate import make_consolidate
 from engram.stores.memories import LongTermMemory, MemoryCandidate
+from engram.stores.namespaces import thread_namespace
 from engram.stores.steps import run_steps
 from engram.stores.user_data import (
     adelete_user,
     delete_user,
     registered_threads_steps,
     stats_steps,
-    thread_namespace,
 )
 
 INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
