@@ -44,33 +44,24 @@ _COLUMNS = ("any_at_1", "any_at_5", "any_at_10", "any_at_25", "frac_at_10")
 _PLAIN = EngineSettings(
     with_speakers=False, with_dates=False, with_captions=False, context_turns=0, stemming=False
 )
-_RENDERED = EngineSettings(context_turns=0)
 _ENGINE = EngineSettings()
 
 VARIANTS: list[tuple[str, EngineSettings]] = [
-    ("BM25, turn text only, stopwords", replace(_PLAIN, channels="lexical")),
-    ("MiniLM, turn text only", replace(_PLAIN, channels="dense")),
-    ("RRF of the two above", replace(_PLAIN, method="rrf")),
-    ("BM25, \\[date] speaker: text \\[image], stopwords", replace(_RENDERED, channels="lexical", stemming=False)),
-    ("  + stemming", replace(_RENDERED, channels="lexical")),
-    ("MiniLM, \\[date] speaker: text \\[image]", replace(_RENDERED, channels="dense")),
-    ("RRF (stemmed BM25 + MiniLM)", replace(_RENDERED, method="rrf")),
-    ("relative score fusion", _RENDERED),
-    ("z-score fusion", replace(_RENDERED, method="zscore")),
-    ("BM25 + 2 previous turns as context (w 0.5)", replace(_ENGINE, channels="lexical")),
-    ("RRF, context", replace(_ENGINE, method="rrf")),
-    ("z-score fusion, context", replace(_ENGINE, method="zscore")),
-    ("relative fusion, context (DEFAULT)", _ENGINE),
+    ("BM25 alone, turn text only", replace(_PLAIN, channels="lexical")),
+    ("MiniLM alone, turn text only", replace(_PLAIN, channels="dense")),
+    ("reciprocal-rank fusion of the two", replace(_PLAIN, method="rrf")),
+    ("engram (DEFAULT): relative score fusion", _ENGINE),
+    ("  its lexical channel alone", replace(_ENGINE, channels="lexical")),
+    ("  its dense channel alone", replace(_ENGINE, channels="dense")),
+    ("  reciprocal-rank fusion instead", replace(_ENGINE, method="rrf")),
+    ("  z-score fusion instead", replace(_ENGINE, method="zscore")),
     ("  lexical weight 0.3", replace(_ENGINE, lexical_weight=0.3)),
     ("  lexical weight 0.7", replace(_ENGINE, lexical_weight=0.7)),
-    ("  depth 100", replace(_ENGINE, depth=100)),
-    ("  1 previous turn as context", replace(_ENGINE, context_turns=1)),
-    ("  3 previous turns as context", replace(_ENGINE, context_turns=3)),
-    ("  without dates", replace(_ENGINE, with_dates=False)),
-    ("  without image captions", replace(_ENGINE, with_captions=False)),
+    ("  no previous messages as lexical context", replace(_ENGINE, context_turns=0)),
     ("  without speaker names", replace(_ENGINE, with_speakers=False)),
-    ("  no stemming", replace(_ENGINE, stemming=False)),
-    ("  no stopwords", replace(_ENGINE, stopwords=False)),
+    ("  without dates", replace(_ENGINE, with_dates=False)),
+    ("  without stemming", replace(_ENGINE, stemming=False)),
+    ("  depth 100", replace(_ENGINE, depth=100)),
 ]
 
 

@@ -169,6 +169,7 @@ def search(
             [
                 {
                     "score": s.score,
+                    "relevance": s.relevance,
                     "similarity": s.similarity,
                     "recency": s.recency,
                     **s.memory.to_value(),

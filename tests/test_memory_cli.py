@@ -60,6 +60,7 @@ def test_add_list_search_show(data):
     found = cli("search", "--user", "alice", "editor theme", "--json")
     assert found[0]["content"] == "Alice prefers dark mode"
     assert found[0]["access_count"] == 0  # looking from the CLI is not a recall
+    assert found[0]["relevance"] == 1.0 and 0 < found[0]["similarity"] < 1  # hybrid, fused
     table = cli("list", "--user", "alice").stdout
     assert dark["id"][:8] in table and "Alice prefers dark mode" in table
 
