@@ -72,9 +72,9 @@ RULES: tuple[Rule, ...] = (
     Rule("lesson", rx(rf"\b{_FAIL}\b.*\b(?:because|since|due to|unless|until|without|so|when|whenever"
                       r"|every time|if)\b")),
     Rule("lesson", rx(rf"\b(?:last time|previously|in the (?:first|last|old) version|once|back when|before)\b"
-                      rf".*\b{_FAIL}\b|^(?!(?:it|this|that|they|he|she)\b).*\b{_FAIL}\b.*\b(?:again|last time"
-                      r"|every time)\b"
-                      rf"|\b(?:tried|did|used)\b.*\b(?:and|but)\s+(?:it|that)\s+{_FAIL}")),
+                      rf".*\b{_FAIL}\b|\b(?:tried|did|used)\b.*\b(?:and|but)\s+(?:it|that)\s+{_FAIL}")),
+    Rule("lesson", rx(rf"^(?!(?:it|this|that|they|he|she)\b).*\b{_FAIL}\b.*\b(?:again|last time|every time)\b"),
+         strong=False),
     Rule("lesson", rx(r"\b(?:helped|fixed it|solved it|fixed the issue|made (?:it|the) difference)\b"),
          strong=False),
     # preferences
@@ -94,7 +94,7 @@ RULES: tuple[Rule, ...] = (
     Rule("preference", rx(r"\bI\s+(?:always|never|usually|only|generally|normally|typically|tend to)\s+(?!\w+ed\b)\w+")),
     Rule("preference", rx(r"\bI\s+(?:want|like|need)\s+(?:this|it|things|everything|them|my \w+|all \w+)\s+(?:in|as|with"
                           r"|to be)\b")),
-    Rule("preference", rx(r"^(?:please\s+)?(?:always|never(?!\s+(?:done|been|heard|seen|tried|used|had|got))|don't"
+    Rule("preference", rx(r"(?:^|[,;]\s*)(?:please\s+)?(?:always|never(?!\s+(?:done|been|heard|seen|tried|used|had|got))|don't"
                           r"|do not|avoid|no more)\s+\w+|\bplease (?:always|never)\b"
                           r"|^no\s+(?!problem|worries|idea|way|clue|need|rush|thanks|luck|one|longer|it|it's|that|this|i|we"
                           r"|you|not|more)\w+")),
@@ -121,7 +121,7 @@ RULES: tuple[Rule, ...] = (
     # skills: a reusable way of doing something
     Rule("skill", rx(r"^(?:to|for) (?:deploy|release|build|publish|set up|install|run|start|debug|test|migrate"
                      r"|ship|back up|restore|upgrade)\b[^,]{0,60},\s*(?:I|we|you)\s+(?:run|use|do|call|execute"
-                     r"|need to|just|first|always)\b")),
+                     r"|need to|just|first|always|tag|push|merge|deploy|build|publish|bump|cut|open|create)\b")),
     Rule("skill", rx(r"\b(?:my|our|the) (?:deploy(?:ment)?|release|build|testing|review|setup|onboarding|backup"
                      r"|upgrade|migration) (?:process|flow|workflow|steps?|procedure|recipe|checklist|routine)"
                      r" (?:is|are|goes)\b|\bwhat works (?:for me |for us )?is\b|\bthe way (?:I|we) do it\b")),

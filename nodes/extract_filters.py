@@ -45,6 +45,8 @@ _QUESTION_EN = re.compile(
     r"|^how\b|^why\b"
     r"|^(?:what|which|whose|how many|how much)\b.*\b(?:should|would|could|can|do|does|did|is|are|will)\s+"
     r"(?:i|we|you|it|they)\b"
+    r"|^(?:is|are|was|were|does|did|can|could|should|would|will|has|isn't|aren't|doesn't|won't|shouldn't"
+    r"|wouldn't|can't|didn't)\s+\w"
     r"|^(?:can|could|would|will|should|shall|do|does|did|is|are|am|was|were|have|has|may|might|any)\s+"
     r"(?:i|you|we|it|he|she|they|there|this|that|these|those|my|our|your|the|a|an|anyone|someone|ideas?)\b",
     re.IGNORECASE,
@@ -88,7 +90,8 @@ _HYPOTHETICAL = re.compile(
     re.IGNORECASE,
 )
 _HEDGE = re.compile(
-    r"\b(?:i think|i guess|i suppose|probably|maybe|not sure|perhaps|might|kinda|sort of|i assume)\b"
+    r"\b(?:i think|i guess|i suppose|probably|maybe|not sure|perhaps|might|kinda|sort of|i assume"
+    r"|looks like|seems like|seems to|could be)\b"
     r"|好像|可能|也许|估计|应该是|大概吧",
     re.IGNORECASE,
 )
@@ -99,11 +102,16 @@ _THIRD_PARTY = re.compile(
     r"|^(?:我的?)?(?:朋友|同事|老板|领导|同学|他们|她们|他|她|别人|大家|有人|团队|客户)",
     re.IGNORECASE,
 )
-_PROGRESS = re.compile(
-    r"\bfrom\b.*\bto\b|\b(?:went|goes|going|dropped|jumped|climbed|grew|rose|fell|down|up|back)\s+(?:from|to|by"
-    r"|a lot)\b|\bafter\s+\d+|\b(?:still|already|anymore|yet)\b|\bnow at\b|\bgoing up\b|\bin a row\b"
+_REPORT = re.compile(
+    r"\b(?:error|errors|exception|trace|traceback|log|logs|warning|output|dashboard|graph|metrics?)\s+"
+    r"(?:says|say|shows?|showed|said|reads?)\b|\btook\s+(?:\d|a|an|about|like|ages)|\bthis time\b"
+    r"|^I\s+(?:just\s+)?(?:pushed|merged|deployed|restarted|ran|checked|tried|opened|closed|rebased|reverted"
+    r"|updated|bumped|fixed|found|added|wrote|changed|removed|deleted|killed)\b"
+    r"|\bfrom\b.*\bto\b|\b(?:went|goes|going|dropped|jumped|climbed|grew|rose|fell|down|up|back)\s+(?:from|to|by"
+    r"|a lot)\b|\bafter\s+\d+|\bnow at\b|\bgoing up\b|\bin a row\b"
     r"|\b(?:deploying|pushing|merging|installing|rebuilding|restarting|rolling out)\b|^there(?:'s| is| are)\b"
-    r"|从.{1,12}到|降到|涨到|变成|还在|已经|快.{1,8}了|(?:写|做|弄|搞|改)完|搞定|完成了|过了|好了|上线了",
+    r"|从.{1,12}到|降到|涨到|变成|还在|快.{1,8}了|(?:写|做|弄|搞|改)完|搞定|完成了|过了|好了|上线了"
+    r"|(?:跑|用|花|等)了\s*\d+\s*(?:分钟|秒|小时)|日志里|报错(?:是|说)|全是|卡在|卡住|我(?:刚|刚刚)?(?:重启|推|合并|部署|改|删)了",
     re.IGNORECASE,
 )
 _PASTED = re.compile(
@@ -181,9 +189,10 @@ def about_someone_else(text: str) -> bool:
     return bool(_THIRD_PARTY.match(strip_lead(text)))
 
 
-def is_progress(text: str) -> bool:
-    """A report of how something changes or progresses ("heap went from 90MB to 400MB", "已经做完了")."""
-    return bool(_PROGRESS.search(text))
+def is_report(text: str) -> bool:
+    """A report of the moment: progress, a change, a measurement, what a log or an error says, what
+    the user just did ("heap went from 90MB to 400MB", "the logs show 502s", "已经做完了")."""
+    return bool(_REPORT.search(text))
 
 
 def is_pasted(text: str) -> bool:

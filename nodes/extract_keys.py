@@ -111,6 +111,8 @@ def _term_pattern() -> re.Pattern[str]:
 
 
 _TERMS = _term_pattern()
+_ANYWHERE = Rule("preference", re.compile(r"^"))
+_CLAUSE_END = re.compile(r"[,;!?，。；！？]|\.(?:\s|$)")
 
 
 def key_for(rule: Rule, match: re.Match[str], text: str) -> tuple[str | None, dict[str, str] | None]:
@@ -134,21 +136,36 @@ def key_for(rule: Rule, match: re.Match[str], text: str) -> tuple[str | None, di
         return (f"fact.{attribute}", {"subject": attribute, "value": value}) if value else (None, None)
     if rule.kind == "fav":
         return _favourite(match, text)
-    scope = text[match.end():] if rule.kind == "pref" else text
+    clause = _clause(text, match)
+    scope = _object(text[match.end():]) if rule.kind == "pref" else clause
     subject, values = _subject_values(text, scope)
+    if subject is None and rule.kind != "pref":
+        clause = scope = text
+        subject, values = _subject_values(text, scope)
     if subject is None or not values:
         return None, None
     value = _chosen(scope, values)
     data = {"subject": subject, "value": value}
     prefix, single, _ = SUBJECTS.get(subject, ("preference", True, ()))
     changed = bool(_CHANGE.search(text))
-    compared = changed or bool(_CONTRAST.search(text))
+    compared = changed or bool(_CONTRAST.search(clause))
     distinct = {v.casefold() for _, v in values}
+    said = clause if rule.kind != "pref" else clause[: match.end() - _clause_start(text, match)] + scope
     if rule.kind == "neg" or not single:
         return None, data
-    if (_ADDITIVE.search(text) and not changed) or (len(distinct) > 1 and not compared):
+    if (_ADDITIVE.search(said) and not changed) or (len(distinct) > 1 and not compared):
         return None, data
     return f"{prefix}.{subject}", data
+
+
+def key_in(text: str) -> tuple[str | None, dict[str, str] | None]:
+    """The key of a statement from its words alone (no rule's match to start from).
+
+    Example:
+        >>> key_in("and 80 char lines. old habits")
+        ('preference.line_length', {'subject': 'line_length', 'value': '80'})
+    """
+    return key_for(_ANYWHERE, _ANYWHERE.pattern.match(text), text)
 
 
 def value_after(text: str, start: int) -> str:
@@ -182,6 +199,23 @@ def _subject_values(text: str, scope: str) -> tuple[str | None, list[tuple[int, 
     if len(subjects) != 1:
         return None, []
     return found[0][0], [(at, v) for _, at, v in found]
+
+
+def _clause_start(text: str, match: re.Match[str]) -> int:
+    starts = [m.end() for m in _CLAUSE_END.finditer(text, 0, match.start())]
+    return starts[-1] if starts else 0
+
+
+def _clause(text: str, match: re.Match[str]) -> str:
+    """The clause of `text` the match lies in."""
+    end = _CLAUSE_END.search(text, match.end())
+    return text[_clause_start(text, match): end.start() if end else len(text)]
+
+
+def _object(rest: str) -> str:
+    """The object of a verb: what follows it up to the end of its clause ("like Vue|, React is ...")."""
+    end = _CLAUSE_END.search(rest)
+    return rest[: end.start()] if end else rest
 
 
 def _chosen(scope: str, values: list[tuple[int, str]]) -> str:

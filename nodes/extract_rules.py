@@ -44,11 +44,11 @@ from engram.nodes.extract_filters import (
     is_hedged,
     is_hypothetical,
     is_pasted,
-    is_progress,
+    is_report,
     points_back,
     strip_lead,
 )
-from engram.nodes.extract_keys import key_for, terms
+from engram.nodes.extract_keys import key_for, key_in, terms
 from engram.nodes.extract_rule import Rule, first_match, rx
 from engram.nodes.extract_text import Piece, Unit, details, has_cjk, has_detail, units
 from engram.nodes.extract_zh import RULES as ZH_RULES
@@ -67,8 +67,8 @@ _GOAL_LIST = rx(
     r"\b(?:goals?|resolutions?|objectives|bucket list|planning|plans for|to-?do list|targets)\b"
     r"|目标|计划|规划|心愿|愿望|flag"
 )
-_NUMERIC = re.compile(r"^[\d\s.,:/~+#%-]+$|^[一二两三四五六七八九十百千万]+")
-"""A detail that is only a number or a counted quantity."""
+_NUMERIC = re.compile(r"^[~+#]?\d+(?:[.,]\d+)?$|^[一二两三四五六七八九十百千万]+")
+"""A detail that is only a number or a counted quantity (not an address, a time or a version)."""
 _TOPIC_WINDOW = 8
 """How many earlier user messages an announced list of goals holds for."""
 
@@ -177,7 +177,7 @@ def judge(text: str) -> Hit | None:
         is_ephemeral(head) or is_chitchat(head)
     ):
         return None
-    if not rule.strong and (is_hedged(head) or is_pasted(head)):
+    if not rule.strong and (is_hedged(head) or is_pasted(head) or is_report(head)):
         return None
     back = rule.kind in ("pref", "neg") and points_back(head[match.end():])
     return Hit(rule, match, head, points_back=back)
@@ -211,7 +211,7 @@ def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
             elif current is not None:
                 current = None
             else:
-                lead = None if passing or piece.opens else piece
+                lead = None if passing or piece.first_person else piece
             continue
         if current is not None and (
             unit.list_item
@@ -233,10 +233,10 @@ def _rank(rule: Rule) -> int:
 
 
 def _lists_details(text: str) -> bool:
-    """Two or more details, one of them more than a number, in a piece that reports no change."""
+    """Two or more details, one of them more than a number."""
     found = set(details(text))
     named = [d for d in found if not _NUMERIC.match(d)]
-    return len(found) >= 2 and bool(named) and not is_progress(text)
+    return len(found) >= 2 and bool(named)
 
 
 def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
@@ -247,6 +247,8 @@ def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
     if not draft.rule.strong and not (has_detail(said) or terms(said)):
         return None
     key, data = key_for(draft.rule, draft.match, draft.head)
+    if data is None:
+        key, data = key_in(content)
     return MemoryCandidate(
         content=content, category=draft.rule.category, key=key, structured_data=data,
         confidence=RULE_CONFIDENCE,

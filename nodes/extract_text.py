@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from engram.nodes.extract_filters import is_noise_clause, strip_lead
+from engram.stores.secrets import REDACTED
 
 _CJK = r"\u3400-\u9fff"
 _HAS_CJK = re.compile(f"[{_CJK}]")
@@ -65,6 +66,7 @@ _DETAIL = re.compile(
     r"|\b[A-Z]{2,}s?\b"                                # acronyms
     r"|\b[A-Za-z]+(?:[_-][A-Za-z0-9]+)+\b"             # snake_case, kebab-case
     r"|\b[A-Za-z_]\w+\.[A-Za-z_]\w+(?:\.\w+)*\b"        # dotted names: table.column, pkg.mod
+    r"|\b\w+=\S+"                                      # settings: sslmode=disable
     r"|(?<![\w-])--?[A-Za-z][\w-]*"                    # command-line flags
     r"|(?:[二两三四五六七八九十百千万]|一[二两三四五六七八九十百千万])[一二两三四五六七八九十百千万]*\s*"
     r"(?:次|天|个|年|月|周|小时|分钟|晚|人|台|岁|公里|斤|本)"             # 三次, 两年 (not 一个: "a")
@@ -72,8 +74,7 @@ _DETAIL = re.compile(
 _INNER_NAME = re.compile(r"(?<=[^.!?:\s]\s)(?!I\b|I'm\b|I've\b|I'd\b|I'll\b)[A-Z][a-z]+")
 """A capitalised word that does not start a sentence: a name."""
 _LATIN_IN_CJK = re.compile(r"[A-Za-z]{2,}")
-_NOT_DETAILS = frozenset({"OK", "LOL", "OMG", "BTW", "FYI", "IMO", "TBH", "ASAP", "AM", "PM", "TV", "AGAIN",
-                          "REDACTED"})
+_NOT_DETAILS = frozenset({"OK", "LOL", "OMG", "BTW", "FYI", "IMO", "TBH", "ASAP", "AM", "PM", "TV", "AGAIN"})
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ class Piece:
     """Offset just after the last clause (including its separator)."""
     opens: bool
     """Starts with its own subject or a topic shift: a new memory begins here when it matches."""
+    first_person: bool
+    """Starts with a first-person subject ("I ...", "we ...", "我...")."""
     continues: bool
     """Starts like an elaboration ("like ...", "because ...", "比如..."): it belongs to the memory before."""
     sentence_start: bool
@@ -129,6 +132,7 @@ def details(text: str) -> list[str]:
         >>> details("we run Postgres 16 behind pgbouncer, config in ops/pg.ini")
         ['16', 'ops/pg.ini', 'Postgres']
     """
+    text = text.replace(REDACTED, " ")
     found = [m.group(0) for m in _DETAIL.finditer(text) if m.group(0).strip() not in _NOT_DETAILS]
     found += [m.group(0) for m in _INNER_NAME.finditer(text)]
     if has_cjk(text):
@@ -182,11 +186,13 @@ def _piece(text: str, group: list[tuple[int, int]], sentence_start: bool) -> Pie
     start, end = group[0][0], group[-1][1]
     body = text[start:end].strip().rstrip(",，、;；").strip()
     head = text[group[0][0]:group[0][1]].strip()
+    first_person = bool(_OPENER.match(strip_lead(head)))
     return Piece(
         text=body,
         start=start,
         end=end,
-        opens=bool(_OPENER.match(strip_lead(head)) or _SHIFT.match(head)),
+        opens=first_person or bool(_SHIFT.match(head)),
+        first_person=first_person,
         continues=bool(_CONTINUATION.match(head)),
         sentence_start=sentence_start,
     )
