@@ -65,7 +65,7 @@ _LISTED_GOAL = Rule("goal", rx(r"^"))
 """An item of a list the user announced as goals."""
 _GOAL_LIST = rx(
     r"\b(?:goals?|resolutions?|objectives|bucket list|planning|plans for|to-?do list|targets)\b"
-    r"|目标|计划|规划|心愿|愿望|flag"
+    r"|目标|计划|规划|心愿|愿望|立个?flag"
 )
 _NUMERIC = re.compile(r"^[~+#]?\d+(?:[.,]\d+)?$|^[一二两三四五六七八九十百千万]+")
 """A detail that is only a number or a counted quantity (not an address, a time or a version)."""
@@ -149,8 +149,8 @@ def message_candidates(text: str, *, goal_list: bool = False) -> list[MemoryCand
 
 
 @dataclass(frozen=True)
-class Hit:
-    """What `judge` found in a piece."""
+class _Hit:
+    """What `_judge` found in a piece."""
 
     rule: Rule
     match: re.Match[str]
@@ -160,7 +160,7 @@ class Hit:
     """The statement's object only points back ("I really like it"): it confirms what came before."""
 
 
-def judge(text: str) -> Hit | None:
+def _judge(text: str) -> _Hit | None:
     """The rule a piece matches after the filters, or None."""
     head = strip_lead(text)
     if len(head) < 3 or is_hypothetical(head):
@@ -180,7 +180,7 @@ def judge(text: str) -> Hit | None:
     if not rule.strong and (is_hedged(head) or is_pasted(head) or is_report(head)):
         return None
     back = rule.kind in ("pref", "neg") and points_back(head[match.end():])
-    return Hit(rule, match, head, points_back=back)
+    return _Hit(rule, match, head, points_back=back)
 
 
 def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
@@ -193,15 +193,15 @@ def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
                 current = None
             lead = None
             continue
-        hit = judge(piece.text)
+        hit = _judge(piece.text)
         if current is None and lead is not None:
             # a rule may need the whole sentence ("to deploy, we run ...")
-            joined = judge(text[lead.start:piece.end])
+            joined = _judge(text[lead.start:piece.end])
             if joined is not None and (hit is None or _rank(joined.rule) < _rank(hit.rule)):
                 hit = joined
         if hit is None and unit.list_item and goal_list and current is None:
             head = strip_lead(piece.text)
-            hit = Hit(_LISTED_GOAL, _LISTED_GOAL.pattern.match(head), head)
+            hit = _Hit(_LISTED_GOAL, _LISTED_GOAL.pattern.match(head), head)
         if hit is not None and hit.points_back and current is None and lead is None:
             hit = None  # "I like it" with nothing before it to like
         if hit is None:

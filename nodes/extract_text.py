@@ -25,9 +25,8 @@ from engram.stores.secrets import REDACTED
 _CJK = r"\u3400-\u9fff"
 _HAS_CJK = re.compile(f"[{_CJK}]")
 _LIST_MARKER = re.compile(
-    r"^\s*(?:\(?\d{1,2}[).、:：]|[-*•]|[①-⑩]"
-    r"|第[一二三四五六七八九十\d]{1,3}(?:个|点|条|步|件)?(?:是|[，,:：]|\s))\s*",
-    re.IGNORECASE,
+    r"^\s*(?:\(?\d{1,2}[).:]\s+|\d{1,2}[、：]|[-*•]\s+|[①-⑩]"
+    r"|第[一二三四五六七八九十\d]{1,3}(?:个|点|条|步|件)?(?:是|[，,:：]|\s))\s*"
 )
 _INLINE_ITEM = re.compile(r"(?<=\s)(?=\d{1,2}\)\s)")
 """A numbered item "2) ..." that starts in the middle of a line."""
@@ -47,7 +46,7 @@ _SHIFT = re.compile(
 )
 _CONTINUATION = re.compile(
     r"^(?:learned that|that's why|that's because|which is why|this is why)\b"
-    r"|^(?:like|e\.g\.?|i\.e\.?|such as|for example|for instance|so|because|since|which|that's why"
+    r"|^(?:like|e\.g\.?|i\.e\.?|such as|for example|for instance|so|because|since|which"
     r"|otherwise|unless|except|especially|including|even|with|without|via|not)\b"
     r"|^(?:比如|例如|因为|所以|不然|否则|就是|尤其|特别是|包括|不是|而不是)",
     re.IGNORECASE,
