@@ -63,6 +63,7 @@ from engram.nodes.compact import should_compact
 from engram.nodes.consolidate import consolidation_trigger
 from engram.nodes.start import make_start
 from engram.nodes.tokens import counter_for_model
+from engram.stores.bench import code_state
 from engram.stores.chroma import ChromaStore
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_types import MemoryCandidate
@@ -205,6 +206,7 @@ def percentile(values: list[float], q: float) -> float:
 async def run(iterations: int, graph_iterations: int, rounds: int = 4) -> dict[str, Any]:
     """All sizes and stores, in interleaved rounds so that load from other processes hits them
     alike."""
+    code = code_state()  # before the runs: the code imported is the code measured
     samples: dict[tuple[str, int], dict[str, list[float]]] = {
         (kind, size): {} for kind in STORES for size in SIZES
     }
@@ -236,6 +238,7 @@ async def run(iterations: int, graph_iterations: int, rounds: int = 4) -> dict[s
         "iterations": iterations,
         "graph_iterations": graph_iterations,
         "window": WINDOW,
+        "code": code,
         "rows": rows,
         "targets": [growth(rows, kind) for kind in STORES],
     }

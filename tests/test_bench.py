@@ -60,3 +60,4 @@ def test_graph_bench_reports_every_store_and_size_with_a_verdict() -> None:
     assert all("graph_turn_p50_ms" in r for r in result["rows"] if r["store"] == "in_memory")
     assert [t["store"] for t in result["targets"]] == list(graph_bench.STORES)
     assert all(isinstance(t["target_met"], bool) for t in result["targets"])
+    assert set(result["code"]) == {"commit", "uncommitted"}
