@@ -168,7 +168,7 @@ RULES: tuple[Rule, ...] = (
                        r"|is built|are built|is written|are written|runs|run|is deployed|deploys|depends|targets"
                        r"|is hosted|stores|is on|are on|is|are|'s|has|have|lives?|goes|go|sits?)\b"),
          strong=False),
-    Rule("project", rx(rf"\bwe(?:'re|\s+are)?{_ADV}\s+(?:use|using|run|running|deploy|deploying|host|hosting"
+    Rule("fact", rx(rf"\bwe(?:'re|\s+are)?{_ADV}\s+(?:use|using|run|running|deploy|deploying|host|hosting"
                        r"|on|standardi[sz]ed on|migrated|switched|moved|rely on|build with|ship with)\b"
                        r"|\bwe\s+(?:\w+\s+){1,3}?with\b|\bwe\s+(?:don't|do not|never)\s+(?:use|run|deploy)\b"),
          strong=False),

@@ -32,7 +32,7 @@ def extract(*texts: str) -> list:
         ("I live in Berlin.", "fact"),
         ("I'm building MJ Studio, a multimodal AI workbench.", "fact"),
         ("I'm allergic to peanuts.", "fact"),
-        ("We use PostgreSQL 16 for everything.", "project"),
+        ("We use PostgreSQL 16 for everything.", "fact"),
         ("Our app uses Next.js 14 and Tailwind.", "project"),
         ("The API prefix is /api/v2.", "project"),
         ("Docker build failed because of the network timeout.", "lesson"),
@@ -47,11 +47,11 @@ def extract(*texts: str) -> list:
         ("single quotes everywhere", "preference"),
         ("svelte all the way, I really like it", "preference"),
         ("I never deploy on weekends", "preference"),
-        ("we're on Rails 7 with sidekiq for jobs", "project"),
+        ("we're on Rails 7 with sidekiq for jobs", "fact"),
         ("the staging cluster is gke-eu-west1, prod is in us-central", "project"),
         ("our api gateway runs Kong 3.4", "project"),
         ("the docs live in docs/handbook", "project"),
-        ("we deploy everything with ArgoCD", "project"),
+        ("we deploy everything with ArgoCD", "fact"),
         ("terraform 1.7, aws provider 5.x, state in S3", "project"),
         ("I have a bad right shoulder so no overhead presses", "fact"),
         ("I'm lactose intolerant", "fact"),
@@ -74,7 +74,7 @@ def extract(*texts: str) -> list:
         ("代码注释用中文", "preference"),
         ("禁止使用 any 类型", "preference"),
         ("我在开发 MJ Studio", "fact"),
-        ("我们用 PostgreSQL 16", "project"),
+        ("我们用 PostgreSQL 16", "fact"),
         ("我在字节跳动工作", "fact"),
         ("我是一名数据工程师", "fact"),
         ("项目用 Nuxt 4 + SQLite", "project"),
@@ -103,7 +103,7 @@ def extract(*texts: str) -> list:
         # a second set, written to check the rules generalise
         ('I always squash commits before merging', 'preference'),
         ('never put secrets in the Dockerfile', 'preference'),
-        ('we run everything on Hetzner, three CX31 boxes', 'project'),
+        ('we run everything on Hetzner, three CX31 boxes', 'fact'),
         ('our monorepo uses Turborepo with pnpm workspaces', 'project'),
         ('my manager is Aiko, she prefers written updates', 'fact'),
         ("I'm allergic to shellfish", 'fact'),
@@ -114,7 +114,7 @@ def extract(*texts: str) -> list:
         ('I want to ship the beta by June', 'goal'),
         ('I prefer Vitest over Jest these days', 'preference'),
         ('I work at Initech as a platform engineer', 'fact'),
-        ('we deploy with GitHub Actions and Terraform', 'project'),
+        ('we deploy with GitHub Actions and Terraform', 'fact'),
         ('I use neovim with lazy.nvim', 'preference'),
         ('the api is on FastAPI 0.110 and Python 3.12', 'project'),
         ('I live in Lyon', 'fact'),
@@ -321,6 +321,26 @@ def test_remember_prefix_is_stripped():
 def test_single_valued_statements_get_a_key(text, key, value):
     [c] = extract(text)
     assert (c.key, c.structured_data["value"]) == (key, value)
+
+
+def test_the_key_comes_from_the_clause_that_states_the_choice():
+    [c] = extract("I really like Svelte, Angular always felt heavy to me")
+    assert (c.key, c.structured_data["value"]) == ("preference.frontend_framework", "Svelte")
+    [c] = extract("mobx, always mobx, redux got way too verbose")
+    assert (c.key, c.structured_data["value"]) == ("preference.state_management", "mobx")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"TypeError: cannot read properties of undefined (reading \'id\')" in the worker',
+        "const cache = new Map<string, User>()",
+        "my bank card is 4000 0566 5566 5556, exp 04/29",
+        "我的卡号是 6217 0033 1000 2345 678",
+    ],
+)
+def test_pasted_code_errors_and_card_data_make_no_memory(text):
+    assert extract(text) == []
 
 
 @pytest.mark.parametrize(
