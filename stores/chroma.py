@@ -42,7 +42,7 @@ from langgraph.store.base import (
 
 from engram.stores import chroma_metadata as md
 from engram.stores import chroma_plan
-from engram.stores.chroma_hybrid import hybrid_search
+from engram.stores.chroma_search import hybrid_search, nearest
 from engram.stores.chroma_lexical import LexicalMirror, lexical_index_for
 from engram.stores.chroma_write import ChromaWriter
 from engram.stores.lexical import LexicalIndex
@@ -323,9 +323,9 @@ class ChromaStore(BaseStore):
     def _search(
         self, op: SearchOp, query_vector: list[float] | None, now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
-        where = md.combine(md.prefix_clauses(op.namespace_prefix) + md.filter_clauses(op.filter))
         if op.query and query_vector is not None and self.embeddings is not None:
-            return self._vector_search(op, query_vector, where, now)
+            return self._vector_search(op, query_vector, now)
+        where = md.combine(md.prefix_clauses(op.namespace_prefix) + md.filter_clauses(op.filter))
         got = self._items.get(where=where, include=["metadatas"])
         rows = [
             (i, m)
@@ -336,24 +336,19 @@ class ChromaStore(BaseStore):
         return self._page([item_id for item_id, _ in rows], {}, op, now)
 
     def _vector_search(
-        self, op: SearchOp, query_vector: list[float], where: dict[str, Any] | None, now: float
+        self, op: SearchOp, query_vector: list[float], now: float
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
-        n = op.offset + op.limit
         if op.limit <= 0:
             return []
+        n = op.offset + op.limit
         while True:
-            # Ids and distances only: Chroma's query is much slower when it also returns
-            # documents and metadata than a query followed by a get of the winners.
-            res = self._items.query(
-                query_embeddings=[query_vector], n_results=n, where=where, include=["distances"]
+            scores, exhausted = nearest(
+                self._items, self.lexical, op.namespace_prefix, query_vector, n, exact=False,
+                where=md.filter_clauses(op.filter), now=now,
             )
-            scores: dict[str, float] = {}
-            for record_id, distance in zip(res["ids"][0], res["distances"][0]):
-                item_id = md.record_owner(record_id)
-                scores[item_id] = max(1.0 - float(distance), scores.get(item_id, -2.0))
             ranked = sorted(scores, key=scores.__getitem__, reverse=True)
             hits = self._page(ranked, scores, op, now)
-            if len(res["ids"][0]) < n or len(hits) >= op.limit:
+            if exhausted or len(hits) >= op.limit:
                 return hits
             n *= 4
 

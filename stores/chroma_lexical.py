@@ -17,8 +17,10 @@ Consistency with Chroma, in three parts:
 - against a Chroma server, which other machines may write to, a namespace is compared with
   Chroma in full every `refresh_seconds`.
 
-The mirror also lists a namespace's indexed items, which lets the dense channel of a hybrid
-search ask Chroma for those ids instead of a metadata filter (several times faster).
+The mirror also lists a namespace's indexed items, which lets a vector search ask Chroma for those
+ids instead of a metadata filter (several times faster), as long as none of them has extra
+vectors (records of their own that the list does not name): a namespace where some item has is
+noted, and searched by metadata.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 CONTEXT_FIELD = "context"
 """A value's top-level string field that is lexical context of the item (counts half)."""
+
+MAX_ID_FILTER = 20_000
+"""Above this many ids, a Chroma query filters by namespace metadata instead of by id list."""
 
 REMOTE_REFRESH_SECONDS = 60.0
 """How often a namespace is compared in full with a Chroma server other machines may write to."""
@@ -84,6 +89,7 @@ class LexicalMirror:
         self.refresh_seconds = refresh_seconds
         self._checked: dict[str, float] = {}
         self._ids: dict[str, dict[str, None]] = {}
+        self._extras: dict[str, bool] = {}
         """Scope -> its document ids (an ordered set), kept up to date by this mirror's writes."""
         self._data_version: int | None = None
         self._lock = threading.Lock()
@@ -159,14 +165,7 @@ class LexicalMirror:
         """Repair what a crash or another writer may have left different, before a search."""
         scope = self.scope(namespace)
         with self._lock, self._guard("read"):
-            version = self.index.data_version()
-            if version != self._data_version:  # another process wrote: our caches are stale
-                self._ids.clear()
-                self._data_version = version
-            if self.index.get_meta(self._built_key) is None:
-                self._reconcile(None, now)
-                self.index.set_meta(self._built_key, str(time.time()))
-                self._checked.clear()
+            self._ensure_built(now)
             checked = self._checked.get(scope)
             if checked is None:
                 self._repair(scope, self.index.pending().get(scope, []), now)
@@ -177,26 +176,78 @@ class LexicalMirror:
             self._checked[scope] = time.monotonic()
             self._ids.pop(scope, None)
 
-    def item_ids(self, namespace: Namespace) -> list[str]:
-        """The ids of the namespace's items that have vectors (and so a lexical document)."""
-        scope = self.scope(namespace)
+    def _ensure_built(self, now: float) -> None:
+        """Drop caches another process's writes made stale; rebuild an index file that has never
+        mirrored the collection. Call with the lock held."""
+        version = self.index.data_version()
+        if version != self._data_version:
+            self._ids.clear()
+            self._extras.clear()
+            self._data_version = version
+        if self.index.get_meta(self._built_key) is None:
+            self._reconcile(None, now)
+            self.index.set_meta(self._built_key, str(time.time()))
+            self._checked.clear()
+
+    def _ids_of(self, scope: str) -> list[str]:
+        """The ids of the scope's items that have vectors (and so a lexical document)."""
         ids = self._ids.get(scope)
         if ids is None:
             with self._guard("read"):
                 ids = self._ids[scope] = dict.fromkeys(self.index.ids(scope))
         return list(ids)
 
+    def candidate_ids(self, prefix: Namespace, *, exact: bool, now: float) -> list[str] | None:
+        """The indexed items under `prefix` (exactly `prefix` with `exact`), for an id-restricted
+        vector search; None when a metadata filter must do it (extra vectors, too many ids)."""
+        if exact:
+            scopes = [self.scope(prefix)]
+        else:
+            root = self.scope(prefix)
+            with self._lock, self._guard("read"):
+                self._ensure_built(now)
+                scopes = [
+                    s for s in self.index.scopes()
+                    if s == root or s.startswith(root if not prefix else root + ".")
+                ]
+        ids: list[str] = []
+        for scope in scopes:
+            self.ensure_fresh(_namespace_of(scope), now)
+            if self.has_extras(scope):
+                return None
+            ids.extend(self._ids_of(scope))
+            if len(ids) > MAX_ID_FILTER:
+                return None
+        return ids
+
+    def has_extras(self, scope: str) -> bool:
+        """Whether some item of the scope has (or had) more than one vector."""
+        if scope not in self._extras:
+            with self._guard("read"):
+                self._extras[scope] = self.index.get_meta(f"extras:{scope}") is not None
+        return self._extras[scope]
+
+    def note_extras(self, namespaces: Iterable[Namespace]) -> None:
+        """Record, before the write, that items of these namespaces get extra vectors."""
+        with self._guard("write"):
+            for scope in {self.scope(namespace) for namespace in namespaces}:
+                if not self.has_extras(scope):
+                    self.index.set_meta(f"extras:{scope}", "1")
+                    self._extras[scope] = True
+
     def search(self, namespace: Namespace, query: str, limit: int) -> list[tuple[str, float]]:
         """(item id, BM25 score), best first."""
         with self._guard("search"):
             return self.index.search(self.scope(namespace), query, limit=limit)
 
-    def forget_ghosts(self, namespace: Namespace, ids: list[str]) -> None:
-        """Searched documents had no item in Chroma: repair them before the next search."""
-        scope = self.scope(namespace)
+    def forget_ghosts(self, ids: Sequence[str]) -> None:
+        """Documents of these ids have no item in Chroma: repair them before the next search."""
+        ghosts = set(ids)
         with self._guard("journal a repair in"):
-            self.index.mark_pending(scope, ids)
-        self._checked.pop(scope, None)
+            for scope, cached in list(self._ids.items()):
+                if found := [i for i in cached if i in ghosts]:
+                    self.index.mark_pending(scope, found)
+                    self._checked.pop(scope, None)
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -220,7 +271,7 @@ class LexicalMirror:
 
     def _repair(self, scope: str, ids: list[str], now: float) -> None:
         """Re-read journaled ids from Chroma and write what it holds."""
-        namespace = tuple(scope.split("/", 1)[1].split("."))
+        namespace = _namespace_of(scope)
         docs: list[LexicalDocument] = []
         found: set[str] = set()
         for chunk in _chunks(ids):
@@ -229,6 +280,8 @@ class LexicalMirror:
                 if meta.get(md.INDEXED) and not md.expired(meta, now):
                     docs.append(self.stored_document(item_id, document, meta))
                     found.add(item_id)
+                if meta.get(md.EXTRA_VECTORS):
+                    self.note_extras([namespace])
         if ids:
             logger.info("lexical index of %s: %d journaled writes repaired from Chroma", scope, len(ids))
         self.apply(
@@ -248,6 +301,8 @@ class LexicalMirror:
                 if md.ITEM_ID not in meta and meta.get(md.INDEXED) and not md.expired(meta, now):
                     scope = self.scope(md.namespace_from_metadata(meta))
                     wanted.setdefault(scope, {})[item_id] = meta.get(md.LEXICAL)
+                    if meta.get(md.EXTRA_VECTORS):
+                        self.note_extras([md.namespace_from_metadata(meta)])
             if len(got["ids"]) < _SCAN_PAGE:
                 break
             offset += _SCAN_PAGE
@@ -305,3 +360,7 @@ def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
 def _chunks(ids: list[str]) -> Iterator[list[str]]:
     for start in range(0, len(ids), _READ_CHUNK):
         yield ids[start : start + _READ_CHUNK]
+
+
+def _namespace_of(scope: str) -> Namespace:
+    return tuple(scope.split("/", 1)[1].split("."))

@@ -86,6 +86,8 @@ class ChromaWriter:
             for op, i in zip(ops, ids)
             if i in documents or previous.get(i, {}).get(md.LEXICAL)
         ]
+        if self.lexical is not None and extra:  # before the write: searches must know
+            self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
         with self._journaled(touched):
             for chunk in self._chunks(records, write_chunk):
                 ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
