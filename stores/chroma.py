@@ -42,8 +42,8 @@ from langgraph.store.base import (
 
 from engram.stores import chroma_metadata as md
 from engram.stores import chroma_plan
-from engram.stores.chroma_search import hybrid_search, nearest
 from engram.stores.chroma_lexical import LexicalMirror, lexical_index_for
+from engram.stores.chroma_search import hybrid_search, nearest
 from engram.stores.chroma_write import ChromaWriter
 from engram.stores.lexical import LexicalIndex
 from engram.stores.paths import default_chroma_path

@@ -18,7 +18,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-
 Candidates = Sequence[tuple[str, float]]
 """(id, score) pairs of one channel, best first; a higher score is better."""
 

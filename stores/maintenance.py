@@ -58,9 +58,16 @@ from engram.stores.maintenance_types import (
     MaintenanceReport,
     MaintenanceSettings,
 )
+from engram.stores.memory_policy import MAX_SOURCE_IDS, Steps
+from engram.stores.memory_types import (
+    CATEGORIES,
+    Memory,
+    content_hash,
+    memory_put,
+    parse_time,
+    utc_now,
+)
 from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
-from engram.stores.memory_policy import INDEX_FIELDS, MAX_SOURCE_IDS, Steps
-from engram.stores.memory_types import CATEGORIES, Memory, content_hash, parse_time, utc_now
 from engram.stores.secrets import redact
 from engram.stores.steps import arun_steps, run_steps
 from engram.stores.user_data import items_steps, memories_steps
@@ -247,7 +254,7 @@ class MaintenanceRun:
         journal = journal_namespace(self.user_id)
         return [
             *(
-                PutOp(self.namespace, m.id, m.to_value(), index=INDEX_FIELDS)
+                memory_put(self.namespace, m)
                 for m in self.changed.values()
             ),
             *(

@@ -24,15 +24,17 @@ from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.hybrid import supports_hybrid
 from engram.stores.memory_policy import (
     PolicySettings,
-    RecallSettings,
     Steps,
-    episode_search_steps,
     get_steps,
     list_steps,
-    search_steps,
     set_forgotten_steps,
-    touch_steps,
     upsert_steps,
+)
+from engram.stores.memory_recall import (
+    RecallSettings,
+    episode_search_steps,
+    search_steps,
+    touch_steps,
 )
 from engram.stores.memory_restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory_types import (
@@ -57,7 +59,6 @@ from engram.stores.namespaces import (
     memory_namespace,
 )
 from engram.stores.steps import arun_steps, run_steps
-
 
 
 class LongTermMemory:

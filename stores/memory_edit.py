@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from langgraph.store.base import PutOp
 
+from engram.stores.memory_policy import Steps, get_steps
+from engram.stores.memory_types import Category, Memory, content_hash, memory_put
 from engram.stores.namespaces import hash_namespace, memory_namespace
-from engram.stores.memory_policy import INDEX_FIELDS, Steps, get_steps
-from engram.stores.memory_types import Category, Memory, content_hash
 from engram.stores.secrets import redact
 
 
@@ -66,7 +66,7 @@ def edit_steps(
     # Two batches, the new version first (an interruption leaves both current, never neither);
     # langgraph's InMemoryStore also fails on two puts of one text in a batch (a category edit).
     yield [
-        PutOp(namespace, new.id, new.to_value(), index=INDEX_FIELDS),
+        memory_put(namespace, new),
         PutOp(
             hash_namespace(user_id),
             content_hash(text),
@@ -74,5 +74,5 @@ def edit_steps(
             index=False,
         ),
     ]
-    yield [PutOp(namespace, old.id, old.to_value(), index=INDEX_FIELDS)]
+    yield [memory_put(namespace, old)]
     return new

@@ -27,12 +27,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from engram.stores.namespaces import hash_namespace, memory_namespace
 from engram.stores.memory_edit import EditError, edit_steps
 from engram.stores.memory_markdown import Bullet, MarkdownDoc, MarkdownError, same_text
 from engram.stores.memory_policy import PolicySettings, Steps, set_forgotten_steps, upsert_steps
 from engram.stores.memory_restore import restore_steps
 from engram.stores.memory_types import Category, Memory, MemoryCandidate, content_hash, parse_time
+from engram.stores.namespaces import hash_namespace, memory_namespace
 from engram.stores.secrets import redact
 
 Action = Literal["edit", "forget", "restore", "add"]

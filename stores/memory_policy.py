@@ -13,34 +13,27 @@ key works the same on every store, while filtering on a list field does not.
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable
-from dataclasses import dataclass, replace
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from langgraph.store.base import GetOp, Op, PutOp, Result, SearchItem, SearchOp
+from langgraph.store.base import GetOp, Op, PutOp, Result, SearchOp
 
-from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
-from engram.stores.hybrid import HybridHit, HybridSearchOp
 from engram.stores.memory_types import (
     Memory,
     MemoryCandidate,
-    ScoredMemory,
-    ScoreWeights,
     WriteResult,
-    combined_score,
     content_hash,
+    hash_put,
+    memory_put,
     merge_content,
     normalize_text,
     parse_time,
-    recency,
 )
 from engram.stores.secrets import redact
 
 T = TypeVar("T")
 Steps = Generator[list[Op], list[Result], T]
 
-INDEX_FIELDS = ["content"]
-"""What is embedded for a memory: its content only."""
 MAX_SOURCE_IDS = 100
 """Provenance kept per memory: the most recent source message ids."""
 
@@ -55,24 +48,6 @@ class PolicySettings:
     """How many similar memories of the category step 4 looks at."""
 
 
-@dataclass(frozen=True)
-class RecallSettings:
-    """How recall ranks (DESIGN "Defaults": combined score, half-life 30 days)."""
-
-    weights: ScoreWeights = ScoreWeights()
-    half_life_days: float = 30.0
-    min_similarity: float = 0.0
-    pool_factor: int = 3
-    """Candidates fetched from the store per result before re-ranking (seed 002: 3 × k), on a
-    store without hybrid search."""
-    hybrid: bool = False
-    """The store answers `HybridSearchOp`: lexical and dense candidates are fused."""
-    fusion: FusionMethod = "relative"
-    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
-    depth: int = 50
-    """Candidates per channel of a hybrid search."""
-
-
 def status_filter(*, include_superseded: bool, include_forgotten: bool) -> dict[str, Any]:
     """The store filter that keeps current and/or non-forgotten memories."""
     flt: dict[str, Any] = {}
@@ -81,110 +56,6 @@ def status_filter(*, include_superseded: bool, include_forgotten: bool) -> dict[
     if not include_forgotten:
         flt["forgotten"] = False
     return flt
-
-
-def search_steps(
-    namespace: tuple[str, ...],
-    query: str,
-    k: int,
-    *,
-    categories: Iterable[str] | None,
-    include_superseded: bool,
-    include_forgotten: bool,
-    touch: bool,
-    now: datetime,
-    settings: RecallSettings,
-) -> Steps[list[ScoredMemory]]:
-    """Recall: candidates matching the query (both channels fused when the store can), re-ranked
-    by the combined score, then touched."""
-    if k <= 0:
-        return []
-    flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
-    filters = [{**flt, "category": c} for c in categories] if categories else [flt]
-    matches = yield from _match_steps(namespace, query, filters, max(k * settings.pool_factor, k),
-                                      settings)
-    scored = []
-    for item, similarity, relevance in matches:
-        memory = Memory.from_item(item)
-        if similarity < settings.min_similarity:
-            continue
-        rec = recency(_last_used(memory), now, settings.half_life_days)
-        score = combined_score(relevance, memory.importance, rec, settings.weights)
-        scored.append(ScoredMemory(memory, score, similarity, rec, relevance))
-    scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
-    top = scored[:k]
-    if touch and top:
-        touched = yield from touch_steps(namespace, [s.memory for s in top], now=now)
-        top = [replace(s, memory=m) for s, m in zip(top, touched, strict=True)]
-    return top
-
-
-def touch_steps(
-    namespace: tuple[str, ...], memories: list[Memory], *, now: datetime
-) -> Steps[list[Memory]]:
-    """Count one recall of each memory: `access_count` + 1, `last_accessed` = now."""
-    stamp = now.isoformat()
-    touched = [
-        m.model_copy(update={"access_count": m.access_count + 1, "last_accessed": stamp})
-        for m in memories
-    ]
-    if touched:
-        yield [_put(namespace, m) for m in touched]
-    return touched
-
-
-def episode_search_steps(
-    namespace: tuple[str, ...],
-    query: str,
-    k: int,
-    *,
-    min_similarity: float,
-    settings: RecallSettings,
-) -> Steps[list[SearchItem]]:
-    """Archived messages best matching `query` (both channels fused when the store can), each at
-    least `min_similarity` similar; their `score` is the fused relevance."""
-    if k <= 0 or not query.strip():
-        return []
-    matches = yield from _match_steps(namespace, query, [{}], k * settings.pool_factor, settings)
-    kept = [(item, relevance) for item, similarity, relevance in matches
-            if similarity >= min_similarity]
-    return [
-        SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, relevance)
-        for item, relevance in kept[:k]
-    ]
-
-
-def _match_steps(
-    namespace: tuple[str, ...],
-    query: str,
-    filters: list[dict[str, Any]],
-    pool: int,
-    settings: RecallSettings,
-) -> Steps[list[tuple[SearchItem, float, float]]]:
-    """(item, similarity, relevance) of the items matching any of `filters`, best match first.
-
-    With a query and a hybrid store, relevance fuses the lexical and dense channels; otherwise
-    it is the similarity (the store's score; 0 without a query).
-    """
-    if query and settings.hybrid:
-        results = yield [
-            HybridSearchOp(namespace, query, f or None, pool, settings.depth, settings.fusion,
-                           settings.lexical_weight)
-            for f in filters
-        ]
-        hits: dict[str, HybridHit] = {}
-        for hit in (h for found in results for h in found):
-            if hit.item.key not in hits or hit.relevance > hits[hit.item.key].relevance:
-                hits[hit.item.key] = hit
-        ranked = sorted(hits.values(), key=lambda h: h.relevance, reverse=True)
-        return [(h.item, h.similarity, h.relevance) for h in ranked]
-    results = yield [SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters]
-    best: dict[str, SearchItem] = {}
-    for item in (i for found in results for i in found):
-        if item.key not in best or (item.score or 0.0) > (best[item.key].score or 0.0):
-            best[item.key] = item
-    ranked = sorted(best.values(), key=lambda i: i.score or 0.0, reverse=True)
-    return [(item, float(item.score or 0.0), float(item.score or 0.0)) for item in ranked]
 
 
 def upsert_steps(
@@ -222,7 +93,7 @@ def upsert_steps(
                 updated = _absorb(existing, importance, candidate.confidence, sources, now)
                 if updated == existing:
                     return WriteResult("unchanged", existing, reason="exact duplicate")
-                yield [_put(namespace, updated)]
+                yield [memory_put(namespace, updated)]
                 return WriteResult("duplicate", updated, reason="exact duplicate")
 
     new_fields: dict[str, Any] = {
@@ -256,8 +127,8 @@ def upsert_steps(
                 o.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
                 for o in olds
             ]
-            yield [*(_put(namespace, o) for o in replaced), _put(namespace, new),
-                   _hash_put(hash_namespace, digest, new.id)]
+            yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
+                   hash_put(hash_namespace, digest, new.id)]
             return WriteResult("superseded", new, tuple(replaced), reason=f"new value for {candidate.key}")
 
     # 4. near duplicate in the same category: merge
@@ -274,7 +145,7 @@ def upsert_steps(
 
     # 5. add
     new = Memory.new(content, candidate.category, importance, now=now, **new_fields)
-    yield [_put(namespace, new), _hash_put(hash_namespace, digest, new.id)]
+    yield [memory_put(namespace, new), hash_put(hash_namespace, digest, new.id)]
     return WriteResult("created", new)
 
 
@@ -315,7 +186,7 @@ def set_forgotten_steps(
         return None
     if memory.forgotten != forgotten:
         memory = memory.model_copy(update={"forgotten": forgotten, "updated_at": now})
-        yield [_put(namespace, memory)]
+        yield [memory_put(namespace, memory)]
     return memory
 
 
@@ -359,8 +230,8 @@ def _merge_into(
         }
     )
     yield [
-        _put(namespace, merged),
-        *(_hash_put(hash_namespace, h, merged.id) for h in {digest, content_hash(merged_text)}),
+        memory_put(namespace, merged),
+        *(hash_put(hash_namespace, h, merged.id) for h in {digest, content_hash(merged_text)}),
     ]
     return WriteResult("merged", merged, reason="near duplicate")
 
@@ -411,18 +282,3 @@ def _extend(ids: list[str], more: Iterable[str]) -> list[str]:
     out.extend(i for i in dict.fromkeys(more) if i not in ids)
     return out
 
-
-def _put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
-    return PutOp(namespace, memory.id, memory.to_value(), index=INDEX_FIELDS)
-
-
-def _hash_put(hash_namespace: tuple[str, ...], digest: str, memory_id: str) -> PutOp:
-    return PutOp(hash_namespace, digest, {"memory_id": memory_id}, index=False)
-
-
-def _last_used(memory: Memory) -> datetime:
-    """When the memory was last updated or recalled, whichever is later."""
-    updated = parse_time(memory.updated_at)
-    if memory.last_accessed is None:
-        return updated
-    return max(updated, parse_time(memory.last_accessed))

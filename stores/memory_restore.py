@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from langgraph.store.base import GetOp, Op, PutOp
 
 from engram.stores.maintenance_types import JournalEntry
-from engram.stores.memory_policy import INDEX_FIELDS, Steps, delete_steps
-from engram.stores.memory_types import Memory
+from engram.stores.memory_policy import Steps, delete_steps
+from engram.stores.memory_types import Memory, memory_put
 from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
 
 
@@ -67,7 +67,7 @@ def restore_steps(user_id: str, memory_id: str, now: str) -> Steps[RestoreResult
         items = yield [GetOp(namespace, i) for i in entry.compressed_from]
         for original in (Memory.from_item(i) for i in items if i is not None):
             if original.superseded_by == memory.id and not original.current:
-                ops.append(_put(namespace, _unsupersede(original, now)))
+                ops.append(memory_put(namespace, _unsupersede(original, now)))
                 ops.append(PutOp(journal, original.id, None))
                 also.append(original.id)
         memory = memory.model_copy(update={"forgotten": True})
@@ -75,7 +75,7 @@ def restore_steps(user_id: str, memory_id: str, now: str) -> Steps[RestoreResult
             forgotten_by="uncompressed", compressed_from=entry.compressed_from, at=now
         )
         actions.append(f"undid a compression: {len(also)} originals are current again")
-        ops.append(_put(namespace, memory))
+        ops.append(memory_put(namespace, memory))
         ops.append(PutOp(journal, memory.id, entry.model_dump(mode="json"), index=False))
         yield ops
         return RestoreResult(memory, actions, also)
@@ -117,7 +117,7 @@ def restore_steps(user_id: str, memory_id: str, now: str) -> Steps[RestoreResult
         else:
             reason = "it is current, not forgotten, and maintenance did not lower its importance"
         return RestoreResult(memory, reason=f"nothing to restore: {reason}")
-    ops.append(_put(namespace, memory))
+    ops.append(memory_put(namespace, memory))
     if entry is not None and entry.compressed_from:  # keep the link to its originals
         kept = JournalEntry(compressed_from=entry.compressed_from, at=now)
         ops.append(PutOp(journal, memory.id, kept.model_dump(mode="json"), index=False))
@@ -154,7 +154,7 @@ def _retire_if_all_back(
     retired = compressed.model_copy(update={"forgotten": True})
     done = entry.model_copy(update={"forgotten_by": "uncompressed", "at": now})
     return [
-        _put(namespace, retired),
+        memory_put(namespace, retired),
         PutOp(journal, compressed_id, done.model_dump(mode="json"), index=False),
     ]
 
@@ -163,5 +163,3 @@ def _unsupersede(memory: Memory, now: str) -> Memory:
     return memory.model_copy(update={"valid_until": None, "superseded_by": None, "updated_at": now})
 
 
-def _put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
-    return PutOp(namespace, memory.id, memory.to_value(), index=INDEX_FIELDS)

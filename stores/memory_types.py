@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal, get_args
 from uuid import uuid4
 
-from langgraph.store.base import Item
+from langgraph.store.base import Item, PutOp
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
@@ -252,3 +252,17 @@ def parse_time(value: str) -> datetime:
     """Parse an ISO timestamp written by `Memory`; naive ones are taken as UTC."""
     parsed = datetime.fromisoformat(value)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+INDEX_FIELDS = ["content"]
+"""What is embedded (and indexed for BM25) of a memory: its content only."""
+
+
+def memory_put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
+    """The store write of a memory (indexed on its content)."""
+    return PutOp(namespace, memory.id, memory.to_value(), index=INDEX_FIELDS)
+
+
+def hash_put(hash_namespace: tuple[str, ...], digest: str, memory_id: str) -> PutOp:
+    """The duplicate-registry write pointing a normalised text hash at a memory (not indexed)."""
+    return PutOp(hash_namespace, digest, {"memory_id": memory_id}, index=False)

@@ -25,6 +25,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
+from engram.stores.memory_policy import Steps
+from engram.stores.memory_types import Memory
 from engram.stores.namespaces import (
     MEMORY_NAMESPACE,
     THREAD_NAMESPACE,
@@ -32,8 +34,6 @@ from engram.stores.namespaces import (
     memory_namespace,
     thread_namespace,
 )
-from engram.stores.memory_policy import Steps
-from engram.stores.memory_types import Memory
 from engram.stores.steps import arun_steps, run_steps
 
 PAGE = 100_000

@@ -25,7 +25,7 @@ from engram.stores.chroma import ChromaStore
 from engram.stores.maintenance import amaintain, idle_days, maintain, relevance
 from engram.stores.maintenance_types import Compressed, MaintenanceSettings
 from engram.stores.memories import LongTermMemory, Memory
-from engram.stores.memory_policy import INDEX_FIELDS
+from engram.stores.memory_types import INDEX_FIELDS
 from engram.stores.steps import run_steps
 from engram.stores.user_data import memories_steps
 

@@ -19,7 +19,7 @@ from engram.graph.cli import app
 from engram.stores.chroma import ChromaStore, make_store
 from engram.stores.lexical import LexicalIndex
 from engram.stores.memories import LongTermMemory, Memory
-from engram.stores.memory_policy import INDEX_FIELDS
+from engram.stores.memory_types import INDEX_FIELDS
 
 runner = CliRunner()
 FAKES = str(Path(__file__).with_name("fakes.py"))
