@@ -1,6 +1,6 @@
 """engram.stores: the Chroma-backed LangGraph store, local embeddings, and long-term memory."""
 
-from engram.stores.chroma import ChromaStore, make_store
+from engram.stores.chroma import ChromaStore, default_index, make_store
 from engram.stores.embeddings import LocalEmbeddings
 from engram.stores.hybrid import HybridHit, HybridSearchOp
 from engram.stores.lexical import LexicalIndex
@@ -27,6 +27,7 @@ __all__ = [
     "WriteResult",
     "amaintain",
     "default_data_dir",
+    "default_index",
     "maintain",
     "make_store",
 ]

@@ -26,6 +26,7 @@ import chromadb
 import chromadb.errors
 from chromadb.api import ClientAPI
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     IndexConfig,
@@ -422,18 +423,26 @@ def make_store() -> ChromaStore:
     """engram's default store, and the zero-argument factory `langgraph.json` names.
 
     A Chroma server when `$ENGRAM_CHROMA_URL` is set, else the embedded `PersistentClient` in
-    the data folder; the local all-MiniLM-L6-v2 embeddings index each item's `content` (what
-    memories and episodes hold). The model is loaded here, so the first recall of a new process
-    does not spend its time budget loading it.
+    the data folder, with `default_index()`: the local all-MiniLM-L6-v2 embeddings on each
+    item's `content`.
     """
-    from engram.stores.embeddings import LocalEmbeddings
-
-    embeddings = LocalEmbeddings()
-    embeddings.embed_query("warm-up")
-    index: IndexConfig = {"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
+    index = default_index()
     if url := os.environ.get("ENGRAM_CHROMA_URL"):
         return ChromaStore.from_url(url, index=index)
     return ChromaStore(index=index)
+
+
+def default_index(embeddings: Embeddings | None = None) -> IndexConfig:
+    """engram's index config: `embeddings` (default: a warmed-up `LocalEmbeddings`, so that the
+    first recall of a process does not pay for loading the model) on each item's `content`,
+    which is what memories and archived messages hold."""
+    if embeddings is None:
+        from engram.stores.embeddings import LocalEmbeddings
+
+        embeddings = LocalEmbeddings()
+        embeddings.embed_query("warm-up")
+    dims = getattr(embeddings, "dims", None) or len(embeddings.embed_query("dims"))
+    return {"dims": dims, "embed": embeddings, "fields": ["content"]}
 
 
 # -- small helpers -----------------------------------------------------------------------------
