@@ -209,7 +209,8 @@ def episode_ops(
     thread_id: str | None,
     context_messages: int = EPISODE_CONTEXT_MESSAGES,
 ) -> list[PutOp]:
-    """One episode per distinct message, indexed on `content` ("[date] speaker: text"), with the
+    """One episode per distinct message, indexed on `content` ("[date] speaker: text", the date
+    when the message has a time: `start` and `respond` stamp them), with the
     `context_messages` messages before it as `context` (found by the lexical channel only).
 
     Secrets are redacted, as in memories. Messages that read the same ("ok", "thanks") share
@@ -222,7 +223,7 @@ def episode_ops(
     namespace = LongTermMemory.episode_namespace(user_id)
     episodes: dict[str, dict[str, Any]] = {}
     for position, message in enumerate(evicted):
-        content = redact(render_message(message, default_time=now)).text
+        content = redact(render_message(message)).text
         if content in episodes:
             episodes[content]["message_ids"].append(message.id)
             continue

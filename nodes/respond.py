@@ -3,7 +3,8 @@
 The model input is rebuilt from the state and `BuiltContext` (system message with instructions,
 memories and summary; the included history; the current input; this turn's tool calls and
 results), so the checkpoint never stores a second copy of the messages. The reply — tool calls
-included — is appended to `messages`. Under `stream_mode="messages"` its tokens stream.
+included, stamped with the time — is appended to `messages`. Under `stream_mode="messages"` its
+tokens stream.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from engram.nodes.start import model_input
+from engram.nodes.transcript import stamp_messages
 
 if TYPE_CHECKING:
     from engram.graph.context import Context
@@ -46,6 +48,6 @@ def make_respond(
                 "(e.g. init_chat_model('openai:gpt-4o-mini')), or set ENGRAM_MODEL for Studio"
             )
         reply = await bound.ainvoke(model_input(state, runtime.context.system_prompt))
-        return {"messages": [reply]}
+        return {"messages": stamp_messages([reply]) or [reply]}
 
     return respond

@@ -46,6 +46,7 @@ from engram.nodes.tokens import (
     counter_for_model,
     message_text,
 )
+from engram.nodes.transcript import stamp_messages
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_types import ScoredMemory
 
@@ -154,7 +155,9 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
             counter=counter_for_model(model_name),
             evicted_count=state.get("evicted_message_count", 0),
         )
+        stamped = stamp_messages(messages[cut:])
         return {
+            **({"messages": stamped} if stamped else {}),
             "built_context": built,
             "turn": state.get("turn", 0) + 1,
             "turns_since_consolidation": state.get("turns_since_consolidation", 0) + 1,

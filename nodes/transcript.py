@@ -5,14 +5,15 @@
 them back into messages. `render_transcript` is the text the summarizer and extractor read;
 `render_message` is how an archived message (an episode) reads.
 
-A message's time is `message.additional_kwargs["timestamp"]` (ISO 8601) when the app sets it
-(the evals set each session's date there); chat model integrations do not send that field.
+A message's time is `message.additional_kwargs["timestamp"]` (ISO 8601): `start` stamps the
+turn's input and `respond` its reply when the app has not (the evals and the LoCoMo adapter set
+the dates of their sessions there); chat model integrations do not send that field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from langchain_core.messages import (
@@ -65,12 +66,10 @@ def render_transcript(messages: Iterable[BaseMessage]) -> str:
     return "\n".join(lines)
 
 
-def render_message(
-    message: BaseMessage, *, with_time: bool = True, default_time: datetime | None = None
-) -> str:
-    """"[8 May 2023] speaker: text": the speaker is the message's `name`, else its role.
+def render_message(message: BaseMessage, *, with_time: bool = True) -> str:
+    """ "[8 May 2023] speaker: text": the speaker is the message's `name`, else its role.
 
-    The time is the message's own (`TIMESTAMP_KEY`), else `default_time`, else left out.
+    The date is the message's time (`TIMESTAMP_KEY`); a message without one has none.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -82,8 +81,21 @@ def render_message(
     if isinstance(message, ToolMessage) and message.name:
         speaker = f"tool {message.name}"
     line = f"{speaker}: {message_text(message)}"
-    when = message_time(message) or default_time
+    when = message_time(message)
     return f"[{when.day} {when:%B %Y}] {line}" if with_time and when else line
+
+
+def stamp_messages(
+    messages: Iterable[BaseMessage], now: datetime | None = None
+) -> list[BaseMessage]:
+    """Copies of the messages that have no time yet, stamped with `now` (default: the current
+    UTC time); the same ids, so they replace the originals in the state."""
+    stamp = (now or datetime.now(UTC)).isoformat()
+    return [
+        m.model_copy(update={"additional_kwargs": {**m.additional_kwargs, TIMESTAMP_KEY: stamp}})
+        for m in messages
+        if TIMESTAMP_KEY not in m.additional_kwargs
+    ]
 
 
 def message_time(message: BaseMessage) -> datetime | None:

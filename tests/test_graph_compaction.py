@@ -12,6 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
+from engram.nodes.compact import episode_ops
 from engram.nodes.prompts import SUMMARY_SYSTEM_PROMPT
 from engram.nodes.tokens import counter_for_model
 from engram.nodes.transcript import from_pending
@@ -237,7 +238,9 @@ def test_episodes_redact_secrets_and_share_one_item_per_repeated_text() -> None:
     _run_turns(graph, texts, Context(user_id="dup"))  # turn 5 evicts six messages
     episodes = store.search(LongTermMemory.episode_namespace("dup"), limit=100)
     contents = [e.value["content"] for e in episodes]
-    assert not any("sk-proj" in c or "sk-proj" in e.value["context"] for c, e in zip(contents, episodes))
+    assert not any(
+        "sk-proj" in c or "sk-proj" in e.value["context"] for c, e in zip(contents, episodes)
+    )
     by_text = {c.split("] ", 1)[1]: e.value["message_ids"] for c, e in zip(contents, episodes)}
     assert set(by_text) == {"user: my key is [REDACTED]", "user: ok", "assistant: ok"}
     assert len(by_text["assistant: ok"]) == 3 and len(by_text["user: ok"]) == 2
@@ -270,3 +273,31 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     unrelated = Context(user_id="ep2", episode_min_similarity=0.99)
     state, _, _ = _run_turns(graph, ["What is my bike lock code?"], unrelated)
     assert state["built_context"]["episode_ids"] == []
+
+
+def test_messages_are_stamped_once_and_episodes_carry_their_own_dates() -> None:
+    graph, store = _graph()
+    said = HumanMessage(
+        "My locker is number 48.", additional_kwargs={"timestamp": "2023-05-08T13:56:00"}
+    )
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke({"messages": [said]}, config, context=Context(user_id="dates"))
+    first = graph.get_state(config).values["messages"]
+    assert first[0].additional_kwargs["timestamp"] == "2023-05-08T13:56:00"  # the app's own time
+    assert "timestamp" in first[1].additional_kwargs  # the reply, stamped by respond
+    _run_turns(
+        graph,
+        ["ok", "fine", "sure", "right"],
+        Context(user_id="dates"),
+        thread=config["configurable"]["thread_id"],
+    )
+    state = graph.get_state(config).values
+    assert all("timestamp" in m.additional_kwargs for m in state["messages"])  # start stamps input
+    episodes = store.search(LongTermMemory.episode_namespace("dates"), limit=100)
+    locker = next(e.value["content"] for e in episodes if "locker" in e.value["content"])
+    assert locker == "[8 May 2023] user: My locker is number 48."
+
+
+def test_an_unstamped_message_is_archived_without_a_date() -> None:
+    (op,) = episode_ops([HumanMessage("no time here", id="m1")], user_id="u", thread_id="t")
+    assert op.value["content"] == "user: no time here"
