@@ -17,8 +17,9 @@ What an edit of the file means (`plan_import` compares the file with the store):
   edited in the file whose memory was replaced in the store after the export (edit the new
   version instead).
 
-Importing an unedited export changes nothing, and importing the same edited file twice
-changes nothing the second time.
+Importing an unedited export changes nothing, also after the write policy merged new text
+into a memory since the export (a bullet holding a text the memory absorbed is unchanged), and
+importing the same edited file twice changes nothing the second time.
 """
 
 from __future__ import annotations
@@ -229,7 +230,17 @@ def import_steps(
 
 
 def _same(bullet: Bullet, memory: Memory) -> bool:
-    return same_text(bullet.content, memory.content) and bullet.category == memory.category
+    """Whether a bullet says what the memory holds: its text, or a text it absorbed since (a
+    merge after the export changed the memory, not the file), in the same category.
+
+    A case or punctuation change of the current text is an edit: it has the current text's hash.
+    """
+    if bullet.category != memory.category:
+        return False
+    if same_text(bullet.content, memory.content):
+        return True
+    digest = content_hash(bullet.content)
+    return digest in memory.content_hashes and digest != content_hash(memory.content)
 
 
 def _successors(memory: Memory, by_id: dict[str, Memory]) -> list[str]:

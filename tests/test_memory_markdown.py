@@ -205,3 +205,24 @@ def test_wrong_user_and_malformed_files_are_refused_with_the_line(store):
     assert doc.warnings == [
         "line 2: not a bullet, ignored (start it with '- ' to add a memory): some prose"
     ]
+
+
+def test_importing_an_unedited_export_keeps_merges_made_since(store):
+    mem = seed(store)
+    text = export(store)
+    later = LongTermMemory(store, clock=lambda: T0 + timedelta(hours=5))
+    [merged] = later.upsert(
+        USER,
+        [MemoryCandidate(content="The user edits code in Vim daily", category="preference")],
+    )
+    assert (merged.action, merged.memory.id) == ("merged", mem["vim"].id)
+    before = everything(store)
+    assert before[mem["vim"].id].content == "The user edits code in Vim daily"
+
+    assert plan(store, text).changes == []  # the file's older text is one the memory absorbed
+    assert apply(store, text) == [] and everything(store) == before
+    # an edit of that bullet is still an edit
+    edited = text.replace("The user edits code in Vim", "The user edits code in Helix")
+    assert [(c.action, c.before) for c in plan(store, edited).changes] == [
+        ("edit", "The user edits code in Vim daily")
+    ]
