@@ -39,9 +39,13 @@ from engram.stores.secrets import redact
 Action = Literal["edit", "forget", "restore", "add"]
 
 
+class PlanError(ValueError):
+    """A plan holds a change that cannot be applied (an edit, forget or restore without an id)."""
+
+
 @dataclass(frozen=True)
 class Change:
-    """One change the import makes."""
+    """One change the import makes (every action but `add` names its memory)."""
 
     action: Action
     category: Category
@@ -173,7 +177,14 @@ def import_steps(
         plan: From `plan_import`.
         now: The time of the writes (ISO-8601).
         policy: The write policy's thresholds for added memories (default: DESIGN's).
+
+    Raises:
+        PlanError: A change other than `add` names no memory (checked before anything is
+            written).
     """
+    for change in plan.changes:
+        if change.action != "add":
+            _target(change)
     policy = policy or PolicySettings()
     namespace, hashes = memory_namespace(user_id), hash_namespace(user_id)
     applied: list[Applied] = []
@@ -200,33 +211,43 @@ def import_steps(
                 )
             )
         elif change.action == "edit":
-            assert change.memory_id is not None
+            memory_id = _target(change)
             try:
-                new = yield from edit_steps(
-                    user_id, change.memory_id, change.content, change.category, now
-                )
+                new = yield from edit_steps(user_id, memory_id, change.content, change.category, now)
             except EditError as exc:
-                applied.append(Applied(change, "skipped", change.memory_id, str(exc)))
+                applied.append(Applied(change, "skipped", memory_id, str(exc)))
                 continue
-            applied.append(Applied(change, "edited", new.id, f"replaces {change.memory_id}"))
+            applied.append(Applied(change, "edited", new.id, f"replaces {memory_id}"))
         elif change.action == "forget":
-            assert change.memory_id is not None
-            memory = yield from set_forgotten_steps(
-                namespace, change.memory_id, forgotten=True, now=now
-            )
-            applied.append(Applied(change, "forgotten" if memory else "skipped", change.memory_id))
+            memory_id = _target(change)
+            memory = yield from set_forgotten_steps(namespace, memory_id, forgotten=True, now=now)
+            applied.append(Applied(change, "forgotten" if memory else "skipped", memory_id))
         else:
-            assert change.memory_id is not None
-            result = yield from restore_steps(user_id, change.memory_id, now)
+            memory_id = _target(change)
+            result = yield from restore_steps(user_id, memory_id, now)
             applied.append(
                 Applied(
                     change,
                     "restored" if result and result.changed else "skipped",
-                    change.memory_id,
+                    memory_id,
                     "; ".join(result.actions) if result else "no such memory",
                 )
             )
     return applied
+
+
+def _target(change: Change) -> str:
+    """The id of the memory a change applies to.
+
+    Raises:
+        PlanError: The change is not an `add` and names no memory.
+    """
+    if change.memory_id is None:
+        raise PlanError(
+            f"a {change.action!r} change needs the memory_id of the memory it changes (got none "
+            f"for {change.content!r}); only 'add' changes have none: build plans with plan_import"
+        )
+    return change.memory_id
 
 
 def _same(bullet: Bullet, memory: Memory) -> bool:

@@ -204,7 +204,8 @@ class _Parser:
         self.status: Status = "current"
         self.category: Category | None = None
         self.in_comment = False
-        self.open: tuple[int, list[str]] | None = None
+        self.open: tuple[int, Category, list[str]] | None = None
+        """The bullet being read: its line, its category and its lines so far."""
         self.seen_ids: dict[str, int] = {}
 
     def feed(self, number: int, line: str) -> None:
@@ -218,7 +219,7 @@ class _Parser:
             self.in_comment = "-->" not in stripped
             return
         if self.open and (line.startswith(("  ", "\t")) or not stripped):
-            self.open[1].append(line[2:] if line.startswith("  ") else line.lstrip("\t"))
+            self.open[2].append(line[2:] if line.startswith("  ") else line.lstrip("\t"))
             return
         self.close_bullet()
         if not stripped:
@@ -233,7 +234,7 @@ class _Parser:
                     f"line {number}: a bullet before any category heading; put it under one of "
                     + ", ".join(f"'## {h}'" for h in CATEGORY_HEADINGS.values())
                 )
-            self.open = (number, [bullet["text"] or ""])
+            self.open = (number, self.category, [bullet["text"] or ""])
         else:
             self.warnings.append(
                 f"line {number}: not a bullet, ignored (start it with '- ' to add a memory): "
@@ -243,7 +244,7 @@ class _Parser:
     def close_bullet(self) -> None:
         if self.open is None:
             return
-        number, lines = self.open
+        number, category, lines = self.open
         self.open = None
         ids = []
         for i, line in enumerate(lines):
@@ -266,8 +267,7 @@ class _Parser:
                 self.seen_ids.pop(memory_id)
                 self.warnings.append(f"line {number}: empty bullet, read as deleted")
             return
-        assert self.category is not None
-        self.bullets.append(Bullet(number, content, self.category, self.status, memory_id))
+        self.bullets.append(Bullet(number, content, category, self.status, memory_id))
 
     def _part(self, title: str) -> None:
         named = {h.casefold(): s for s, h in STATUS_HEADINGS.items()}

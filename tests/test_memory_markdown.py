@@ -15,7 +15,13 @@ from langgraph.store.memory import InMemoryStore
 from engram.stores.chroma import ChromaStore
 from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
 from engram.stores.memory_edit import edit_steps
-from engram.stores.memory_import import import_steps, plan_import
+from engram.stores.memory_import import (
+    Change,
+    ImportPlan,
+    PlanError,
+    import_steps,
+    plan_import,
+)
 from engram.stores.memory_markdown import MarkdownError, parse_markdown, render_markdown
 from engram.stores.steps import run_steps
 from engram.stores.user_data import memories_steps
@@ -226,3 +232,18 @@ def test_importing_an_unedited_export_keeps_merges_made_since(store):
     assert [(c.action, c.before) for c in plan(store, edited).changes] == [
         ("edit", "The user edits code in Vim daily")
     ]
+
+
+def test_a_plan_change_without_its_memory_id_is_refused_before_any_write(store):
+    seed(store)
+    before = everything(store)
+    bad = ImportPlan(
+        USER,
+        [
+            Change("add", "fact", "The user has a cat"),
+            Change("forget", "fact", "The user works at Acme as a data engineer"),
+        ],
+    )
+    with pytest.raises(PlanError, match="a 'forget' change needs the memory_id"):
+        run_steps(store, import_steps(USER, bad, now=T0.isoformat()))
+    assert everything(store) == before
