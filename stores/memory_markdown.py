@@ -97,8 +97,6 @@ class MarkdownDoc:
     user_id: str | None
     """From the header comment; None when there is none."""
     exported_at: str | None
-    parts: frozenset[Status]
-    """The parts the file has (`current` always): a memory can only be missing from these."""
     warnings: list[str] = field(default_factory=list)
     """Lines that were ignored, and why."""
 
@@ -152,7 +150,6 @@ def parse_markdown(text: str) -> MarkdownDoc:
         bullets=parser.bullets,
         user_id=parser.user_id,
         exported_at=parser.exported_at,
-        parts=frozenset(parser.parts),
         warnings=parser.warnings,
     )
 
@@ -200,7 +197,6 @@ class _Parser:
         self.warnings: list[str] = []
         self.user_id: str | None = None
         self.exported_at: str | None = None
-        self.parts: set[Status] = {"current"}
         self.status: Status = "current"
         self.category: Category | None = None
         self.in_comment = False
@@ -272,7 +268,6 @@ class _Parser:
     def _part(self, title: str) -> None:
         named = {h.casefold(): s for s, h in STATUS_HEADINGS.items()}
         self.status = named.get(title.casefold(), "current")
-        self.parts.add(self.status)
         self.category = None
 
 
