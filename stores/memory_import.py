@@ -213,7 +213,9 @@ def import_steps(
         elif change.action == "edit":
             memory_id = _target(change)
             try:
-                new = yield from edit_steps(user_id, memory_id, change.content, change.category, now)
+                new = yield from edit_steps(
+                    user_id, memory_id, change.content, change.category, now
+                )
             except EditError as exc:
                 applied.append(Applied(change, "skipped", memory_id, str(exc)))
                 continue
