@@ -27,8 +27,11 @@ before it was lowered, why a memory was forgotten, what it was compressed into. 
 (`engram.stores.memory_restore`) reads it to undo the change. Maintenance writes keep each
 memory's `updated_at`, so they change neither recall's recency nor the next run's idle days.
 
-`maintain` / `amaintain` run it (`dry_run=True` reports without writing or calling the model);
-`MaintenanceRun` holds one run's decisions without any I/O, for other drivers and for tests.
+`maintain` / `amaintain` run it (`dry_run=True` reports without writing or calling the model).
+Both drive the same steps and differ only in the compressor call: `start_steps` loads and
+decides, `compression_groups` says what to compress, `MaintenanceRun.compress` applies the
+model's answer, `finish_steps` caps and writes. `MaintenanceRun` holds one run's decisions
+without any I/O, for other drivers and for tests.
 
 Example:
     >>> from datetime import datetime, timedelta, timezone
@@ -41,7 +44,8 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -253,10 +257,7 @@ class MaintenanceRun:
         hashes = hash_namespace(self.user_id)
         journal = journal_namespace(self.user_id)
         return [
-            *(
-                memory_put(self.namespace, m)
-                for m in self.changed.values()
-            ),
+            *(memory_put(self.namespace, m) for m in self.changed.values()),
             *(
                 PutOp(journal, key, e.model_dump(mode="json"), index=False)
                 for key, e in self.entries.items()
@@ -310,61 +311,15 @@ def load_steps(user_id: str) -> Steps[tuple[list[Memory], dict[str, JournalEntry
     return memories, {i.key: JournalEntry.model_validate(i.value) for i in items}
 
 
-async def amaintain(
-    store: BaseStore,
-    user_id: str,
-    *,
-    settings: MaintenanceSettings | None = None,
-    compressor: Compressor | None = None,
-    clock: Callable[[], datetime] = utc_now,
-    dry_run: bool = False,
-) -> MaintenanceReport:
-    """One maintenance run over a user's memories (see the module docstring).
-
-    Args:
-        store: The store holding the memories.
-        user_id: Whose memories.
-        settings: Thresholds, cap, TTLs, compression (default: `MaintenanceSettings()`).
-        compressor: Compresses old memories (`engram.nodes.compress.make_compressor`); None
-            skips compression.
-        clock: Returns the current time (timezone-aware); tests move it.
-        dry_run: Report what would change; write nothing and call no model.
-    """
-    memories, journal = await arun_steps(store, load_steps(user_id))
-    run = MaintenanceRun(
-        user_id, memories, journal, clock(), settings or MaintenanceSettings(), dry_run=dry_run
-    )
-    for category, group in _groups_to_compress(run, compressor):
-        try:
-            run.compress(category, group, await compressor.acompress(category, group))  # type: ignore[union-attr]
-        except CompressionError as exc:
-            run.report.failures.append(f"{category} ({len(group)} memories): {exc}")
-    return await arun_steps(store, _finish(run))
+def start_steps(
+    user_id: str, *, settings: MaintenanceSettings, now: datetime, dry_run: bool
+) -> Steps[MaintenanceRun]:
+    """Load the user's memories and decide expiry, relevance and the compression groups."""
+    memories, journal = yield from load_steps(user_id)
+    return MaintenanceRun(user_id, memories, journal, now, settings, dry_run=dry_run)
 
 
-def maintain(
-    store: BaseStore,
-    user_id: str,
-    *,
-    settings: MaintenanceSettings | None = None,
-    compressor: Compressor | None = None,
-    clock: Callable[[], datetime] = utc_now,
-    dry_run: bool = False,
-) -> MaintenanceReport:
-    """Sync `amaintain`."""
-    memories, journal = run_steps(store, load_steps(user_id))
-    run = MaintenanceRun(
-        user_id, memories, journal, clock(), settings or MaintenanceSettings(), dry_run=dry_run
-    )
-    for category, group in _groups_to_compress(run, compressor):
-        try:
-            run.compress(category, group, compressor.compress(category, group))  # type: ignore[union-attr]
-        except CompressionError as exc:
-            run.report.failures.append(f"{category} ({len(group)} memories): {exc}")
-    return run_steps(store, _finish(run))
-
-
-def _groups_to_compress(
+def compression_groups(
     run: MaintenanceRun, compressor: Compressor | None
 ) -> list[tuple[str, list[Memory]]]:
     """The groups to send to the compressor; sets the report's `compression` line."""
@@ -386,9 +341,74 @@ def _groups_to_compress(
     return run.groups
 
 
-def _finish(run: MaintenanceRun) -> Steps[MaintenanceReport]:
+def finish_steps(run: MaintenanceRun) -> Steps[MaintenanceReport]:
+    """Apply the cap, then write the run's changes (nothing in a dry run)."""
     run.cap()
     ops = run.ops()
     if ops and not run.report.dry_run:
         yield ops
     return run.report
+
+
+async def amaintain(
+    store: BaseStore,
+    user_id: str,
+    *,
+    settings: MaintenanceSettings | None = None,
+    compressor: Compressor | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    dry_run: bool = False,
+) -> MaintenanceReport:
+    """One maintenance run over a user's memories (see the module docstring).
+
+    Args:
+        store: The store holding the memories.
+        user_id: Whose memories.
+        settings: Thresholds, cap, TTLs, compression (default: `MaintenanceSettings()`).
+        compressor: Compresses old memories (`engram.nodes.compress.make_compressor`); None
+            skips compression.
+        clock: Returns the current time (timezone-aware); tests move it.
+        dry_run: Report what would change; write nothing and call no model.
+    """
+    run = await arun_steps(store, _start(user_id, settings, clock, dry_run))
+    for category, group in compression_groups(run, compressor):
+        with _recording_failure(run, category, group):
+            run.compress(category, group, await compressor.acompress(category, group))  # type: ignore[union-attr]
+    return await arun_steps(store, finish_steps(run))
+
+
+def maintain(
+    store: BaseStore,
+    user_id: str,
+    *,
+    settings: MaintenanceSettings | None = None,
+    compressor: Compressor | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    dry_run: bool = False,
+) -> MaintenanceReport:
+    """Sync `amaintain`."""
+    run = run_steps(store, _start(user_id, settings, clock, dry_run))
+    for category, group in compression_groups(run, compressor):
+        with _recording_failure(run, category, group):
+            run.compress(category, group, compressor.compress(category, group))  # type: ignore[union-attr]
+    return run_steps(store, finish_steps(run))
+
+
+def _start(
+    user_id: str,
+    settings: MaintenanceSettings | None,
+    clock: Callable[[], datetime],
+    dry_run: bool,
+) -> Steps[MaintenanceRun]:
+    return start_steps(
+        user_id, settings=settings or MaintenanceSettings(), now=clock(), dry_run=dry_run
+    )
+
+
+@contextmanager
+def _recording_failure(run: MaintenanceRun, category: str, group: list[Memory]) -> Iterator[None]:
+    """A compression that fails goes into the report; its memories stay as they are."""
+    try:
+        yield
+    except CompressionError as exc:
+        run.report.failures.append(f"{category} ({len(group)} memories): {exc}")
