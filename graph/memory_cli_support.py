@@ -298,6 +298,7 @@ def maintenance_table(report: MaintenanceReport) -> Table:
         ("compressed (originals)", [i for c in report.compressed for i in c.sources]),
         ("compressed (new)", [i for c in report.compressed for i in c.created]),
         ("capped", report.capped),
+        ("skipped (written meanwhile)", report.skipped),
     ]
     for action, ids in rows:
         table.add_row(action, str(len(ids)), " ".join(i[:SHORT_ID] for i in ids))

@@ -27,6 +27,11 @@ before it was lowered, why a memory was forgotten, what it was compressed into. 
 (`engram.stores.memory_restore`) reads it to undo the change. Maintenance writes keep each
 memory's `updated_at`, so they change neither recall's recency nor the next run's idle days.
 
+A memory written by anything else while the run decides (a merge, a recall, a new value of its
+key; the model may take a while) keeps that write: just before writing, the run reads back the
+memories it changes and skips those that differ from what it loaded (`report.skipped`), with
+the whole compression they belong to.
+
 `maintain` / `amaintain` run it (`dry_run=True` reports without writing or calling the model).
 Both drive the same steps and differ only in the compressor call: `start_steps` loads and
 decides, `compression_groups` says what to compress, `MaintenanceRun.compress` applies the
@@ -49,7 +54,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from langgraph.store.base import BaseStore, Op, PutOp
+from langgraph.store.base import BaseStore, GetOp, Op, PutOp
 
 from engram.stores.maintenance_types import (
     Compressed,
@@ -113,7 +118,8 @@ class MaintenanceRun:
     """The decisions of one run and the store writes they need; no I/O.
 
     `__init__` decides expiry and relevance and picks the compression groups; `compress` applies
-    one group's drafts; `cap` runs last; `ops` are the writes.
+    one group's drafts; `cap` runs last; `skip_stale` drops what the store changed meanwhile;
+    `ops` are the writes.
     """
 
     def __init__(
@@ -132,6 +138,8 @@ class MaintenanceRun:
         self.now = now
         self.stamp = now.isoformat()
         self.journal = dict(journal)
+        self.loaded = {m.id: m for m in memories}
+        """The memories as loaded: a write is skipped when the store's copy differs by then."""
         self.changed: dict[str, Memory] = {}
         self.entries: dict[str, JournalEntry] = {}
         self.hash_records: dict[str, str] = {}
@@ -252,6 +260,45 @@ class MaintenanceRun:
             self._forget(memory, "cap", relevance(memory, self.now, self.settings.decay_per_day))
             self.report.capped.append(memory.id)
 
+    def changed_since_loading(self) -> list[str]:
+        """The loaded memories the run changes: `skip_stale` needs their copies in the store."""
+        return [i for i in self.changed if i in self.loaded]
+
+    def skip_stale(self, stored: Mapping[str, Memory | None]) -> None:
+        """Leave out the changes of memories written (merged, recalled, superseded, edited,
+        deleted) since the run loaded them: writing the loaded copy would undo that write.
+
+        A compression with such an original is left out as a whole (its new memories too). The
+        skipped ids go to `report.skipped`; the next run looks at them again.
+
+        Args:
+            stored: The store's copy (None: deleted) of each id of `changed_since_loading`.
+        """
+        stale = {i for i, memory in stored.items() if memory != self.loaded[i]}
+        if not stale:
+            return
+        dropped: set[str] = set()
+        kept = []
+        for compression in self.report.compressed:
+            if stale.intersection(compression.sources):
+                stale.update(compression.sources)
+                dropped.update(compression.created)
+            else:
+                kept.append(compression)
+        gone = stale | dropped
+        for memory_id in gone:
+            self.changed.pop(memory_id, None)
+            self.entries.pop(memory_id, None)
+            self.active.pop(memory_id, None)
+        self.hash_records = {h: i for h, i in self.hash_records.items() if i not in gone}
+        report = self.report
+        report.compressed = kept
+        report.expired = [i for i in report.expired if i not in gone]
+        report.forgotten = [i for i in report.forgotten if i not in gone]
+        report.capped = [i for i in report.capped if i not in gone]
+        report.lowered = [x for x in report.lowered if x.memory_id not in gone]
+        report.skipped = sorted(stale)
+
     def ops(self) -> list[Op]:
         """The writes: changed memories, journal entries, duplicate-registry records."""
         hashes = hash_namespace(self.user_id)
@@ -342,10 +389,15 @@ def compression_groups(
 
 
 def finish_steps(run: MaintenanceRun) -> Steps[MaintenanceReport]:
-    """Apply the cap, then write the run's changes (nothing in a dry run)."""
+    """Apply the cap, then write the run's changes (nothing in a dry run), except those of
+    memories written since the run loaded them (`MaintenanceRun.skip_stale`)."""
     run.cap()
-    ops = run.ops()
-    if ops and not run.report.dry_run:
+    if run.report.dry_run:
+        return run.report
+    if ids := run.changed_since_loading():
+        items = yield [GetOp(run.namespace, i) for i in ids]
+        run.skip_stale({i: Memory.from_item(it) if it else None for i, it in zip(ids, items)})
+    if ops := run.ops():
         yield ops
     return run.report
 

@@ -159,6 +159,9 @@ class MaintenanceReport:
     """How the compression step ran: "llm", or why it did not."""
     failures: list[str] = field(default_factory=list)
     """Compression groups the model failed on (their memories are unchanged)."""
+    skipped: list[str] = field(default_factory=list)
+    """Memories written by someone else while the run decided (a merge, a recall, a new value):
+    left as that write made them, and in none of the lists above; the next run sees them again."""
 
     @property
     def changed(self) -> int:

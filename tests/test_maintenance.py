@@ -22,9 +22,16 @@ from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.compress import make_compressor
 from engram.stores.chroma import ChromaStore
-from engram.stores.maintenance import amaintain, idle_days, maintain, relevance
-from engram.stores.maintenance_types import Compressed, MaintenanceSettings
-from engram.stores.memories import LongTermMemory, Memory
+from engram.stores.maintenance import (
+    amaintain,
+    finish_steps,
+    idle_days,
+    maintain,
+    relevance,
+    start_steps,
+)
+from engram.stores.maintenance_types import Compressed, CompressedDraft, MaintenanceSettings
+from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
 from engram.stores.memory_types import INDEX_FIELDS
 from engram.stores.steps import run_steps
 from engram.stores.user_data import memories_steps
@@ -402,3 +409,40 @@ def test_dry_run_lists_compression_groups_without_calling_the_model(store, run):
     assert report.compressed == [
         Compressed("fact", [mem[k].id for k in ("f0", "f1", "f2", "f3")], [])
     ]
+
+
+# -- writes while a run decides -------------------------------------------------------------------
+
+
+def test_memories_written_while_the_run_waits_for_the_model_keep_those_writes(store):
+    mem = compressible(store)
+    lisbon = put(store, "The user lives in Lisbon", importance=0.8, days=150, key="fact.city")
+    lesson = put(store, "Pin the base image tag", category="lesson", importance=0.8, days=150)
+    run = run_steps(
+        store, start_steps(USER, settings=MaintenanceSettings(), now=NOW, dry_run=False)
+    )
+    [(category, group)] = run.groups
+    sources = [mem[k].id for k in ("f0", "f1", "f2")]
+    run.compress(category, group, [CompressedDraft(content="The team ships", sources=sources)])
+    # while the model answered: a new value of the city, and a recall of one original
+    ltm = LongTermMemory(store, clock=lambda: NOW)
+    [porto] = ltm.upsert(
+        USER, [MemoryCandidate(content="The user lives in Porto", category="fact", key="fact.city")]
+    )
+    ltm.touch(USER, [mem["f1"].id])
+    before = everything(store)
+
+    report = run_steps(store, finish_steps(run))
+    after = everything(store)
+    # the superseded city stays superseded, not written back as current with a lower importance
+    assert after[lisbon.id] == before[lisbon.id] and not after[lisbon.id].current
+    assert after[lisbon.id].superseded_by == porto.memory.id
+    # a compression whose originals changed is dropped as a whole: no new memory, no history
+    assert all(after[i] == before[i] and after[i].current for i in sources)
+    assert after[mem["f1"].id].access_count == 1
+    assert set(after) == set(before)
+    assert report.compressed == [] and sorted(report.skipped) == sorted([lisbon.id, *sources])
+    # what nobody touched meanwhile is written as decided
+    assert [x.memory_id for x in report.lowered] == [lesson.id]
+    assert after[lesson.id].importance == pytest.approx(0.4)
+    assert report.changed == 1
