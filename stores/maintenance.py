@@ -24,8 +24,10 @@ A maintenance run looks at the user's active memories (current and not forgotten
 Nothing is deleted: forgetting is the soft delete, restorable. Each change is recorded in the
 user's maintenance journal `("memory_maintenance", U)` (key: the memory id): the importance
 before it was lowered, why a memory was forgotten, what it was compressed into. `restore`
-(`engram.stores.memory_restore`) reads it to undo the change. Maintenance writes keep each
-memory's `updated_at`, so they change neither recall's recency nor the next run's idle days.
+(`engram.stores.memory_restore`) reads it to undo the change. Forgetting and lowering keep a
+memory's `updated_at`, so they change neither recall's recency nor the next run's idle days;
+the originals of a compression, like any superseded memory, get `updated_at` = the run's time
+with their `valid_until`, and the new memories are created at it.
 
 A memory written by anything else while the run decides (a merge, a recall, a new value of its
 key; the model may take a while) keeps that write: just before writing, the run reads back the

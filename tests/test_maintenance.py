@@ -345,6 +345,7 @@ def test_compression_replaces_old_rarely_used_memories_and_restore_undoes_it(sto
     assert new.current and sorted(new.supersedes) == sorted(sources) and new.importance == 0.85
     for source in sources:
         assert after[source].superseded_by == new_id and not after[source].current
+        assert after[source].updated_at == after[source].valid_until == NOW.isoformat()
     current = {m.content for m in LongTermMemory(store).list(USER)}
     assert new.content in current and mem["f3"].content in current
     assert not current & {mem[k].content for k in ("f0", "f1", "f2")}
