@@ -1,10 +1,13 @@
 """`ChromaStore`: a LangGraph `BaseStore` over Chroma (embedded, in-memory or a server).
 
 Each item is one record of the collection `<collection>` (the value as a JSON document, the
-namespace and timestamps as metadata); each embedded text is one record of
-`<collection>.vectors` pointing back at its item. Only `batch`/`abatch` are implemented: every
-public method of `BaseStore` builds ops and calls them. Both share one plan (pure) and one Chroma
-execution; only the embedding calls differ between sync and async.
+namespace, timestamps and top-level scalar fields as metadata) carrying its first vector; each
+further vector is a record `<item id>:<n>` of the same collection (`engram.stores.chroma_write`).
+A BM25 index beside the collection mirrors the embedded texts and answers the lexical half of
+`HybridSearchOp` (`engram.stores.chroma_lexical`, `engram.stores.chroma_search`). Only
+`batch`/`abatch` are implemented: every public method of `BaseStore` builds ops and calls them.
+Both share one plan (pure) and one Chroma execution; only the embedding calls differ between
+sync and async.
 """
 
 from __future__ import annotations

@@ -129,21 +129,17 @@ class LexicalMirror:
         self,
         upserts: Iterable[tuple[Namespace, LexicalDocument]],
         deletes: Iterable[tuple[Namespace, str]],
-        unchanged: Iterable[tuple[Namespace, str]] = (),
     ) -> None:
         """Write the documents Chroma now holds and clear the journal. A failure is logged:
         the ids stay journaled and are repaired before their namespace is next searched."""
         docs = self._by_scope(upserts)
         gone = self._by_scope(deletes)
-        same = self._by_scope(unchanged)
-        for scope in {*docs, *gone, *same}:
+        for scope in {*docs, *gone}:
             try:
                 if gone.get(scope):
                     self.index.delete(scope, gone[scope])
                 if docs.get(scope):
                     self.index.upsert(scope, docs[scope])
-                if same.get(scope):
-                    self.index.clear_pending(scope, same[scope])
                 if gone.get(scope) and not docs.get(scope) and self.index.count(scope) == 0:
                     self.index.drop_scope(scope)
             except sqlite3.Error:
@@ -180,9 +176,10 @@ class LexicalMirror:
         """Drop caches another process's writes made stale; rebuild an index file that has never
         mirrored the collection. Call with the lock held."""
         version = self.index.data_version()
-        if version != self._data_version:
+        if version != self._data_version:  # another process wrote to the index file
             self._ids.clear()
             self._extras.clear()
+            self._checked.clear()  # its journal may hold a crashed write to repair
             self._data_version = version
         if self.index.get_meta(self._built_key) is None:
             self._reconcile(None, now)
@@ -200,6 +197,8 @@ class LexicalMirror:
     def candidate_ids(self, prefix: Namespace, *, exact: bool, now: float) -> list[str] | None:
         """The indexed items under `prefix` (exactly `prefix` with `exact`), for an id-restricted
         vector search; None when a metadata filter must do it (extra vectors, too many ids)."""
+        if self.refresh_seconds is not None:
+            return None  # other machines write: only Chroma knows every id at once
         if exact:
             scopes = [self.scope(prefix)]
         else:

@@ -13,7 +13,8 @@ A hybrid search:
 3. candidates only the lexical channel found get their vectors read back, so that every
    candidate has its similarity to the query (its best vector);
 4. both channels are fused (`engram.stores.fusion`); the best items are read whole and checked
-   against the filter, in rank order, until `limit` of them pass.
+   against the filter, in rank order, until `limit` of them pass; if too few pass (most
+   candidates are, say, forgotten), both channels are asked for more.
 """
 
 from __future__ import annotations
@@ -89,25 +90,35 @@ def hybrid_search(
     fetch_items: FetchItems,
     now: float,
 ) -> list[HybridHit]:
-    """The `op.limit` best items of `op.namespace` for `op.query`, best first."""
-    similarity, _ = nearest(
-        collection, mirror, op.namespace, query_vector, op.depth, exact=True, where=[], now=now
-    )
-    lexical = dict(mirror.search(op.namespace, op.query, op.depth))
-    if others := [i for i in lexical if i not in similarity]:
-        extras = mirror.has_extras(mirror.scope(op.namespace))
-        found = _similarities(others, query_vector, collection, with_extras=extras)
-        if ghosts := [i for i in others if i not in found]:
-            mirror.forget_ghosts(ghosts)
-            lexical = {i: score for i, score in lexical.items() if i not in ghosts}
-        similarity.update(found)
-    ranked = fuse(
-        sorted(lexical.items(), key=lambda pair: -pair[1]),
-        sorted(similarity.items(), key=lambda pair: -pair[1]),
-        method=op.fusion,
-        lexical_weight=op.lexical_weight,
-    )
-    return _winners(op, ranked, similarity, lexical, fetch_items, now)
+    """The `op.limit` best items of `op.namespace` for `op.query`, best first.
+
+    When the filter rejects so many candidates that fewer than `limit` pass, both channels are
+    asked again for four times as many, until they run out.
+    """
+    depth = op.depth
+    while True:
+        similarity, exhausted = nearest(
+            collection, mirror, op.namespace, query_vector, depth, exact=True, where=[], now=now
+        )
+        lexical = dict(mirror.search(op.namespace, op.query, depth))
+        exhausted = exhausted and len(lexical) < depth
+        if others := [i for i in lexical if i not in similarity]:
+            extras = mirror.has_extras(mirror.scope(op.namespace))
+            found = _similarities(others, query_vector, collection, with_extras=extras)
+            if ghosts := [i for i in others if i not in found]:
+                mirror.forget_ghosts(ghosts)
+                lexical = {i: score for i, score in lexical.items() if i not in ghosts}
+            similarity.update(found)
+        ranked = fuse(
+            sorted(lexical.items(), key=lambda pair: -pair[1]),
+            sorted(similarity.items(), key=lambda pair: -pair[1]),
+            method=op.fusion,
+            lexical_weight=op.lexical_weight,
+        )
+        hits = _winners(op, ranked, similarity, lexical, fetch_items, now)
+        if len(hits) >= op.limit or exhausted:
+            return hits
+        depth *= 4
 
 
 def _query_ids(collection: Collection, query_vector: list[float], ids: list[str], n: int) -> Any:

@@ -97,15 +97,11 @@ class ChromaWriter:
                 self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
             for chunk in self._chunks(deleted + stale):
                 self.collection.delete(ids=chunk)
-        if self.lexical is not None:
-            old = {i: previous.get(i, {}).get(md.LEXICAL) for i in ids}
-            self.lexical.apply(
-                upserts=[(op.namespace, documents[i]) for op, i in writes
-                         if i in documents and old[i] != documents[i].digest],
+        if self.lexical is not None:  # every written document, even an unchanged one: the
+            self.lexical.apply(  # metadata read before the write may be another writer's by now
+                upserts=[(op.namespace, documents[i]) for op, i in writes if i in documents],
                 deletes=[(op.namespace, i) for op, i in zip(ops, ids)
-                         if i not in documents and old[i]],
-                unchanged=[(op.namespace, i) for op, i in writes
-                           if i in documents and old[i] == documents[i].digest],
+                         if i not in documents and previous.get(i, {}).get(md.LEXICAL)],
             )
 
     def delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:

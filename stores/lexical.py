@@ -22,7 +22,6 @@ returns each document's content fingerprint, for a full comparison.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import re
@@ -209,11 +208,6 @@ class LexicalIndex:
                 [(scope, doc_id) for doc_id in ids],
             )
 
-    def clear_pending(self, scope: str, ids: Iterable[str]) -> None:
-        """Drop journal marks (the ids turned out unchanged, or were repaired)."""
-        with self._transaction():
-            self._clear_pending(scope, list(ids))
-
     def pending(self) -> dict[str, list[str]]:
         """Journaled ids not written since, by scope."""
         with self._lock:
@@ -299,24 +293,6 @@ class LexicalIndex:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    # -- async wrappers -------------------------------------------------------------------------
-
-    async def aupsert(self, scope: str, documents: Iterable[LexicalDocument]) -> None:
-        """`upsert` in a worker thread."""
-        await asyncio.to_thread(self.upsert, scope, list(documents))
-
-    async def adelete(self, scope: str, ids: Iterable[str]) -> None:
-        """`delete` in a worker thread."""
-        await asyncio.to_thread(self.delete, scope, list(ids))
-
-    async def adrop_scope(self, scope: str) -> None:
-        """`drop_scope` in a worker thread."""
-        await asyncio.to_thread(self.drop_scope, scope)
-
-    async def asearch(self, scope: str, query: str, *, limit: int = 100) -> list[tuple[str, float]]:
-        """`search` in a worker thread."""
-        return await asyncio.to_thread(self.search, scope, query, limit=limit)
 
     # -- private --------------------------------------------------------------------------------
 

@@ -74,8 +74,8 @@ class LongTermMemory:
             floor depends on the embedder (seed 000's 0.6 is for OpenAI embeddings); 0 keeps all.
         weights: Weights of the combined recall score.
         half_life_days: Half-life of the recency term.
-        pool_factor: Candidates fetched per requested result before re-ranking (seed 002: 3),
-            on a store without hybrid search.
+        pool_factor: Candidates fetched per requested result before re-ranking by the
+            combined score (seed 002: 3).
         fusion: How the lexical and dense channels are fused (`engram.stores.fusion`).
         lexical_weight: The lexical channel's share of the fused relevance.
         depth: Candidates taken from each channel of a hybrid search.

@@ -37,8 +37,8 @@ class RecallSettings:
     half_life_days: float = 30.0
     min_similarity: float = 0.0
     pool_factor: int = 3
-    """Candidates fetched from the store per result before re-ranking (seed 002: 3 × k), on a
-    store without hybrid search."""
+    """Candidates fetched from the store per result before re-ranking by the combined score
+    (seed 002: 3 × k); a hybrid search fuses its channels over `depth` candidates each first."""
     hybrid: bool = False
     """The store answers `HybridSearchOp`: lexical and dense candidates are fused."""
     fusion: FusionMethod = "relative"

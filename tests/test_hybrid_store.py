@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import chromadb
@@ -32,8 +33,20 @@ def _index(embeddings: NGramEmbeddings | None = None) -> dict:
     return {"dims": 256, "embed": embeddings or NGramEmbeddings(), "fields": ["content"]}
 
 
+_OPENED: list[ChromaStore] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_stores() -> Iterator[None]:
+    yield
+    while _OPENED:
+        _OPENED.pop().close()
+
+
 def _store(path: Path, embeddings: NGramEmbeddings | None = None) -> ChromaStore:
-    return ChromaStore(path=path, index=_index(embeddings))
+    store = ChromaStore(path=path, index=_index(embeddings))
+    _OPENED.append(store)
+    return store
 
 
 def _hybrid(store: ChromaStore, query: str, **kw) -> list[tuple[str, float | None]]:
@@ -168,7 +181,7 @@ def test_an_item_missing_from_chroma_is_never_returned_and_is_dropped_from_the_i
     assert _agrees_with_chroma(store)
 
 
-def test_writes_of_another_process_are_searchable_at_once(tmp_path):
+def test_writes_through_another_store_on_the_same_folder_are_searchable_at_once(tmp_path):
     app = _store(tmp_path)
     app.put(NS, "a", {"content": "coffee with oat milk"})
     assert [k for k, _ in _hybrid(app, "oat milk")] == ["a"]
@@ -215,3 +228,18 @@ def test_expired_items_leave_the_index_when_swept(tmp_path):
     assert _hybrid(store, "short lived note") == []  # expired: never returned
     assert store.sweep_ttl() == 1
     assert _agrees_with_chroma(store)
+
+
+def test_on_a_server_a_query_finds_another_machines_write_at_once(chroma_server, tmp_path, monkeypatch):
+    collection = f"machines-{time.time_ns()}"
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path / "machine-a"))
+    a = ChromaStore.from_url(chroma_server, collection=collection, index=_index())
+    monkeypatch.setenv("ENGRAM_DATA_DIR", str(tmp_path / "machine-b"))
+    b = ChromaStore.from_url(chroma_server, collection=collection, index=_index())
+    a.put(NS, "x", {"content": "prefers tea in the afternoon"})
+    assert [i.key for i in a.search(NS, query="tea")] == ["x"]  # a's index now checked
+    b.put(NS, "pg", {"content": "the staging database is postgres 16"})
+    assert a.search(NS, query="postgres 16 staging database")[0].key == "pg"
+    assert _hybrid(a, "staging database postgres")[0][0] == "pg"  # dense finds it; BM25 later
+    a.close()
+    b.close()

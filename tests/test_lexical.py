@@ -213,13 +213,6 @@ def test_invalid_arguments_say_what_is_wrong(index):
         LexicalIndex(context_weight=2.0)
 
 
-async def test_async_methods_match_the_sync_ones(index):
-    await index.aupsert("u", [LexicalDocument("m1", "async tea"), LexicalDocument("m2", "tea")])
-    assert await index.asearch("u", "tea") == index.search("u", "tea")
-    await index.adelete("u", ["m1"])
-    assert ids(await index.asearch("u", "async")) == []
-    await index.adrop_scope("u")
-    assert index.scopes() == []
 
 
 def test_chinese_sanity_set_finds_each_memory_in_the_top_3(index):

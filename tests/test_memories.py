@@ -23,7 +23,13 @@ from engram.stores.chroma import ChromaStore
 from engram.stores.fusion import relative_score_fusion
 from engram.stores.hybrid import supports_hybrid
 from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
-from engram.stores.memory_types import combined_score, content_hash, merge_content, recency
+from engram.stores.memory_types import (
+    combined_score,
+    content_hash,
+    memory_put,
+    merge_content,
+    recency,
+)
 from engram.stores.secrets import REDACTED, luhn_valid, redact
 from fakes import NGramEmbeddings
 
@@ -384,3 +390,18 @@ def test_same_key_near_identical_text_confirms_instead_of_superseding(api):
     [a] = api.upsert(USER, [cand(a_text, **key)])
     [b] = api.upsert(USER, [cand(b_text, **key)])
     assert b.action == "merged" and b.memory.id == a.memory.id and b.memory.content == b_text
+
+
+def test_recall_finds_the_current_memory_under_a_flood_of_forgotten_ones(api, store):
+    stale = [
+        Memory.new(f"the team deploys service {n} to Kubernetes by hand", "fact", 0.8,
+                   now=NOW.isoformat(), forgotten=True)
+        for n in range(60)
+    ]
+    store.batch([memory_put(("memories", USER), m) for m in stale])
+    [current] = api.upsert(USER, [cand("the team deploys only through Argo CD", "fact")])
+    [goal] = api.upsert(USER, [cand("I want to run a marathon in 2027", "goal")])
+    found = api.search(USER, "how does the team deploy to Kubernetes", k=3)
+    assert [s.memory.id for s in found] == [current.memory.id, goal.memory.id]
+    goals = api.search(USER, "how does the team deploy to Kubernetes", k=3, categories=["goal"])
+    assert [s.memory.id for s in goals] == [goal.memory.id]
