@@ -63,11 +63,20 @@ def load_models(model: str | None, memory_model: str | None) -> Models:
     Raises:
         EvalSetupError: A spec names no loadable chat model.
     """
-    from engram.graph.models import context_window_for, model_name_of
+    from engram.graph.models import (
+        ModelSpecError,
+        context_window_for,
+        load_chat_model_option,
+        model_name_of,
+    )
 
-    answering = _load_model(model, "--model")
+    try:
+        answering = load_chat_model_option(model, "--model")
+        memory = load_chat_model_option(memory_model, "--memory-model")
+    except ModelSpecError as exc:
+        raise EvalSetupError(str(exc)) from exc
     return Models(
-        memory_model=_load_model(memory_model, "--memory-model"),
+        memory_model=memory,
         memory_spec=memory_model,
         model_name=model_name_of(answering) if answering is not None else None,
         context_window=context_window_for(answering) if answering is not None else None,
@@ -250,18 +259,3 @@ def _conversation_ids(raw: str | None) -> list[str] | None:
     if not ids:
         raise EvalSetupError("--conversations is empty: pass sample ids such as conv-26,conv-30")
     return ids
-
-
-def _load_model(spec: str | None, option: str) -> BaseChatModel | None:
-    from engram.graph.models import load_chat_model
-
-    if not spec:
-        return None
-    try:
-        return load_chat_model(spec)
-    except Exception as exc:  # any provider's error: report it as a bad option, not a traceback
-        raise EvalSetupError(
-            f"{option} {spec!r}: cannot load this chat model ({type(exc).__name__}: {exc}). "
-            "Use a provider:model spec such as openai:gpt-4o-mini (with its API key set), or "
-            "package.module:attr / path/to/file.py:attr naming a chat model or a factory."
-        ) from exc

@@ -42,9 +42,8 @@ from engram.graph.memory_cli_support import (
     stats_table,
     status,
 )
-from engram.graph.models import load_chat_model
+from engram.graph.models import ModelSpecError, load_chat_model_option
 from engram.nodes.compress import make_compressor
-from engram.nodes.failures import RECOVERABLE_ERRORS
 from engram.stores.maintenance import maintain as run_maintenance
 from engram.stores.maintenance_types import JournalEntry, MaintenanceSettings
 from engram.stores.memories import LongTermMemory
@@ -339,7 +338,9 @@ def restore(
     """Undo forgetting or maintenance (importance, compression) on a memory."""
     user_id = user or DEFAULT_USER
     backend = open_backend(data)
-    result = LongTermMemory(backend.store).restore(user_id, resolve_id(backend, user_id, memory_id).id)
+    result = LongTermMemory(backend.store).restore(
+        user_id, resolve_id(backend, user_id, memory_id).id
+    )
     assert result is not None
     if as_json:
         print_json(
@@ -620,9 +621,10 @@ def maintain(
         known_users(backend.store) if all_users else [ensure_user(backend, user or DEFAULT_USER)]
     )
     try:
-        compressor = make_compressor(load_chat_model(model)) if compress and model else None
-    except (ImportError, AttributeError, *RECOVERABLE_ERRORS) as exc:
-        raise CliError(f"cannot load the memory model {model!r}: {exc}", code=2) from exc
+        memory_model = load_chat_model_option(model, "--model") if compress else None
+    except ModelSpecError as exc:
+        raise CliError(str(exc), code=2) from exc
+    compressor = make_compressor(memory_model) if memory_model else None
     reports = [
         run_maintenance(backend.store, u, settings=settings, compressor=compressor, dry_run=dry_run)
         for u in users

@@ -2,8 +2,8 @@
 
 `load_chat_model("openai:gpt-4o-mini")` (any `init_chat_model` spec) or
 `load_chat_model("package.module:attr")` / `"path/to/file.py:attr"` (a chat model instance or a
-zero-argument factory) is how Studio (`ENGRAM_MODEL`) and the eval CLI (`--model`) name models.
-
+zero-argument factory) is how Studio (`ENGRAM_MODEL`) and the CLI (`--model`) name models;
+`load_chat_model_option` is the CLI's form, whose errors name the option.
 
 `context_window_for(model)` decides the token budget of a turn when `Context.context_window` is
 None: the model's own LangChain profile (`max_input_tokens`) if it has one, else an Ollama
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+
+from engram.nodes.failures import RECOVERABLE_ERRORS
 
 DEFAULT_CONTEXT_WINDOW = 8192
 """Window assumed for a model this module does not know (seed 002)."""
@@ -143,6 +145,35 @@ def load_chat_model(spec: str | None) -> BaseChatModel | None:
     from langchain.chat_models import init_chat_model
 
     return init_chat_model(spec)
+
+
+class ModelSpecError(ValueError):
+    """A command-line model spec names no chat model that loads; the message says what to do."""
+
+
+LOAD_ERRORS: tuple[type[BaseException], ...] = (
+    ImportError,  # a missing integration package or module
+    AttributeError,  # module:attr naming nothing
+    TypeError,  # a factory that needs arguments
+    *RECOVERABLE_ERRORS,  # unknown providers, missing API keys, files, connections
+)
+"""What loading a chat model from a spec raises when the spec (or its setup) is wrong."""
+
+
+def load_chat_model_option(spec: str | None, option: str) -> BaseChatModel | None:
+    """`load_chat_model` for a command-line option such as `--model`: None without a spec.
+
+    Raises:
+        ModelSpecError: The spec does not load (the message names the option and the cause).
+    """
+    try:
+        return load_chat_model(spec)
+    except LOAD_ERRORS as exc:
+        raise ModelSpecError(
+            f"{option} {spec!r}: cannot load this chat model ({type(exc).__name__}: {exc}). "
+            "Use a provider:model spec such as openai:gpt-4o-mini (with its API key set), or "
+            "package.module:attr / path/to/file.py:attr naming a chat model or a factory."
+        ) from exc
 
 
 def _load_module(source: str):

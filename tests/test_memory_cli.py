@@ -113,6 +113,8 @@ def test_errors_are_clear_with_exit_codes(data):
         "unknown category 'goals'"
         in cli("maintain", "-u", "alice", "--ttl", "goals=3", code=2).stderr
     )
+    bad_model = cli("maintain", "-u", "alice", "--model", "no-such-provider:x", code=2).stderr
+    assert "--model 'no-such-provider:x': cannot load this chat model" in bad_model
 
 
 def test_forget_restore_delete(data):
