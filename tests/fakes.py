@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import math
+import re
 import zlib
 from collections import Counter
 from typing import Any
@@ -52,6 +53,34 @@ class NGramEmbeddings(Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         self.calls.append([text])
+        return self._vector(text)
+
+
+class TopicEmbeddings(Embeddings):
+    """A toy embedder that knows synonyms: each topic is one dimension, and a text's vector counts
+    the words of each topic it uses (plus a small constant, so no vector is zero). Texts on the
+    same topic are similar even without a shared word; an identifier means nothing to it.
+
+    Example:
+        >>> e = TopicEmbeddings({"cat": ["cat", "kitty", "feline"]})
+        >>> a, b = e.embed_documents(["my kitty", "a feline friend"])
+        >>> round(sum(x * y for x, y in zip(a, b)), 2)
+        1.0
+    """
+
+    def __init__(self, topics: dict[str, list[str]]) -> None:
+        self.topics = list(topics.values())
+
+    def _vector(self, text: str) -> list[float]:
+        words = re.findall(r"[a-z]+", text.lower())
+        vec = [0.05] + [float(sum(w in topic for w in words)) for topic in self.topics]
+        norm = math.sqrt(sum(v * v for v in vec))
+        return [v / norm for v in vec]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
         return self._vector(text)
 
 

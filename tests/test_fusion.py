@@ -20,7 +20,10 @@ from engram.stores.fusion import (
     z_scores,
     zscore_fusion,
 )
-from engram.stores.memories import LongTermMemory, MemoryCandidate
+from engram.stores.hybrid import HybridSearchOp
+from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
+from engram.stores.memory_types import memory_put
+from fakes import TopicEmbeddings
 
 LEXICAL = [("a", 8.0), ("b", 4.0), ("c", 2.0)]
 DENSE = [("c", 0.70), ("d", 0.60), ("a", 0.20)]
@@ -155,3 +158,41 @@ def _lexical_keys(recall: LongTermMemory, query: str) -> list[str]:
         md.item_id(namespace, item.key): item.key for item in store.search(namespace, limit=100)
     }
     return [by_item[i] for i, _ in store.lexical.search(namespace, query, 10)]
+
+
+TOPICS = {
+    "cat": ["cat", "cats", "kitty", "feline"],
+    "food": ["food", "brand", "lunch", "coffee"],
+    "work": ["ticket", "tickets", "sprint", "payments", "team", "deploy", "review"],
+}
+SMALL_WORLD = {
+    "ticket": "PAY-4471 is blocked by legal",  # only the identifier ties it to the query
+    "pet": "Her feline companion is named Mochi",  # no word in common with the query
+    "catfood": "The cat food brand changed last month",
+    "sprint": "The payments team finished their sprint",
+    "deploy": "The team deploy pipeline runs on Fridays",
+    "coffee": "Drinks black coffee at lunch",
+}
+
+
+def test_one_query_ranks_a_lexical_only_and_a_meaning_only_match_both_in_the_top_k():
+    store = ChromaStore(
+        chromadb.EphemeralClient(),
+        collection="fusion-small-world",
+        index={"dims": 4, "embed": TopicEmbeddings(TOPICS), "fields": ["content"]},
+    )
+    ltm = LongTermMemory(store)
+    now = "2026-01-01T00:00:00+00:00"
+    memories = {name: Memory.new(t, "fact", 0.8, now=now) for name, t in SMALL_WORLD.items()}
+    store.batch([memory_put(ltm.namespace("u"), m) for m in memories.values()])  # as stored
+    query, k = "is PAY-4471 done, and what do I call my kitty?", 2
+    by_id = {m.id: name for name, m in memories.items()}
+    dense = [by_id[i.key] for i in store.search(ltm.namespace("u"), query=query, limit=k)]
+    (hits,) = store.batch([HybridSearchOp(ltm.namespace("u"), query, limit=len(SMALL_WORLD))])
+    lexical = [by_id[h.item.key] for h in hits if h.lexical is not None]
+    assert "ticket" not in dense and lexical == ["ticket"]  # found by words only
+    assert "pet" in dense and "pet" not in lexical  # found by meaning only
+    top = [by_id[s.memory.id] for s in ltm.search("u", query, k=k, touch=False)]
+    assert sorted(top) == ["pet", "ticket"]
+    store.client.delete_collection(store.collection_name)
+    store.close()
