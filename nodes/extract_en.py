@@ -8,7 +8,7 @@ listing versions) and keep a statement only when it names a detail and is not he
 
 from __future__ import annotations
 
-from engram.nodes.extract_rule import Rule, rx
+from engram.nodes.extract_patterns import Rule, rx
 
 _I = r"(?:\bI|\bwe)"
 _ADV = (

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from engram.nodes.extract_rule import Rule
+from engram.nodes.extract_patterns import Rule
 
 # subject -> (key prefix, single-valued, values). A value starting with "=" is case-sensitive.
 SUBJECTS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
@@ -124,7 +124,7 @@ def key_for(rule: Rule, match: re.Match[str], text: str) -> tuple[str | None, di
         text: The statement.
 
     Example:
-        >>> from engram.nodes.extract_rule import rx
+        >>> from engram.nodes.extract_patterns import rx
         >>> rule = Rule("preference", rx(r"\\bI prefer\\b"), kind="pref")
         >>> text = "I prefer Svelte over React these days"
         >>> key_for(rule, rule.pattern.search(text), text)

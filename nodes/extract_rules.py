@@ -49,7 +49,7 @@ from engram.nodes.extract_filters import (
     strip_lead,
 )
 from engram.nodes.extract_keys import key_for, key_in, terms
-from engram.nodes.extract_rule import Rule, first_match, rx
+from engram.nodes.extract_patterns import Rule, first_match, rx
 from engram.nodes.extract_text import Piece, Unit, details, has_cjk, has_detail, units
 from engram.nodes.extract_zh import RULES as ZH_RULES
 from engram.nodes.tokens import message_text

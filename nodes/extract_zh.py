@@ -8,7 +8,7 @@ when it names a detail and is not hedged.
 
 from __future__ import annotations
 
-from engram.nodes.extract_rule import Rule, rx
+from engram.nodes.extract_patterns import Rule, rx
 
 _ADV = r"(?:也|还|都|一直|通常|总是|比较|更|最|很|非常|特别|真的|现在|平时|主要|一般|基本|向来|从来|全|就)*"
 _FAIL = (
