@@ -52,7 +52,7 @@ from engram.nodes.extract_keys import key_for, key_in, terms
 from engram.nodes.extract_patterns import Rule, first_match, rx
 from engram.nodes.extract_text import Piece, Unit, details, has_cjk, has_detail, units
 from engram.nodes.extract_zh import RULES as ZH_RULES
-from engram.nodes.tokens import message_text
+from engram.nodes.tokens import message_content
 from engram.stores.memory_types import MemoryCandidate
 from engram.stores.secrets import is_only_secret, redact
 
@@ -106,12 +106,12 @@ class RuleExtractor:
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
     ) -> list[MemoryCandidate]:
         """Candidates from the user's messages, in order, one per statement found."""
-        earlier = [message_text(m) for m in context if isinstance(m, HumanMessage)]
+        earlier = [message_content(m) for m in context if isinstance(m, HumanMessage)]
         found: dict[str, MemoryCandidate] = {}
         for message in messages:
             if not isinstance(message, HumanMessage):
                 continue
-            text = message_text(message)
+            text = message_content(message)
             goal_list = any(_GOAL_LIST.search(t) for t in earlier[-_TOPIC_WINDOW:])
             for candidate in message_candidates(text, goal_list=goal_list):
                 candidate.message_ids = [message.id] if message.id else None

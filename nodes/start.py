@@ -44,7 +44,7 @@ from engram.nodes.tokens import (
     REPLY_PRIMING,
     TokenCounter,
     counter_for_model,
-    message_text,
+    message_content,
 )
 from engram.nodes.transcript import stamp_messages
 from engram.stores.memories import LongTermMemory
@@ -348,7 +348,7 @@ def recall_query(messages: Sequence[BaseMessage], cut: int) -> str:
     """The current input and the 3 messages before it, newest first (so an embedder that
     truncates long texts keeps the current message)."""
     window = messages[max(0, cut - RECALL_CONTEXT_MESSAGES) :]
-    texts = (message_text(m).strip()[:RECALL_QUERY_CHARS] for m in reversed(window))
+    texts = (message_content(m).strip()[:RECALL_QUERY_CHARS] for m in reversed(window))
     return "\n".join(t for t in texts if t)
 
 

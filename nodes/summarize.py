@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, To
 from langgraph.constants import TAG_NOSTREAM
 
 from engram.nodes.prompts import SUMMARY_NEW_PROMPT, SUMMARY_SYSTEM_PROMPT, SUMMARY_UPDATE_PROMPT
-from engram.nodes.tokens import TokenCounter, message_text
+from engram.nodes.tokens import TokenCounter, message_content
 from engram.nodes.transcript import render_transcript, role_of
 
 logger = logging.getLogger(__name__)
@@ -179,7 +179,7 @@ def _message_units(messages: Sequence[BaseMessage], counter: TokenCounter) -> li
     units = []
     for message in messages:
         role = role_of(message)
-        text = message.content if isinstance(message.content, str) else message_text(message)
+        text = message.content if isinstance(message.content, str) else message_content(message)
         if isinstance(message, ToolMessage):
             text = text[:500]
         for sentence in _SENTENCE_END.split(text):

@@ -175,20 +175,31 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(cjk * 1.3 + wordish * 0.3 + symbols * 0.8 + other * 0.55 + astral * 2.0)
 
 
-def message_text(message: BaseMessage) -> str:
-    """The text a message costs tokens for: its content, tool calls, tool call id and name."""
+def message_content(message: BaseMessage) -> str:
+    """What a message says: its text and, for an AI message, the tool calls it makes.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> message_content(HumanMessage("hi", name="Ann"))
+        'hi'
+    """
     content = message.content
     text = content if isinstance(content, str) else _blocks_text(content)
-    extras: list[str] = []
     if isinstance(message, AIMessage) and message.tool_calls:
-        extras.extend(
+        calls = (
             f"{c['name']} {json.dumps(c['args'], ensure_ascii=False)}" for c in message.tool_calls
         )
-    if isinstance(message, ToolMessage):
-        extras.append(message.tool_call_id)
+        return "\n".join([text, *calls])
+    return text
+
+
+def message_text(message: BaseMessage) -> str:
+    """The text a message costs tokens for: what it says (`message_content`), its tool call id
+    and its name."""
+    extras = [message.tool_call_id] if isinstance(message, ToolMessage) else []
     if message.name:
         extras.append(message.name)
-    return "\n".join([text, *extras]) if extras else text
+    return "\n".join([message_content(message), *extras])
 
 
 def _bounded_put(cache: dict[str, Any], key: str, value: Any) -> None:

@@ -26,7 +26,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from engram.nodes.tokens import message_text
+from engram.nodes.tokens import message_content
 
 TIMESTAMP_KEY = "timestamp"
 """The `additional_kwargs` field holding when a message was said (ISO 8601)."""
@@ -62,7 +62,7 @@ def render_transcript(messages: Iterable[BaseMessage]) -> str:
         role = role_of(message)
         if isinstance(message, ToolMessage) and message.name:
             role = f"tool {message.name}"
-        lines.append(f"{role}: {message_text(message)}")
+        lines.append(f"{role}: {message_content(message)}")
     return "\n".join(lines)
 
 
@@ -80,7 +80,7 @@ def render_message(message: BaseMessage, *, with_time: bool = True) -> str:
     speaker = message.name or role_of(message)
     if isinstance(message, ToolMessage) and message.name:
         speaker = f"tool {message.name}"
-    line = f"{speaker}: {message_text(message)}"
+    line = f"{speaker}: {message_content(message)}"
     when = message_time(message)
     return f"[{when.day} {when:%B %Y}] {line}" if with_time and when else line
 
