@@ -21,7 +21,6 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape as esc
 
-from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.memory_cli_support import (
     DEFAULT_USER,
     SHORT_ID,
@@ -121,7 +120,8 @@ def list_(
     """List a user's memories, most recently updated first (current ones unless asked)."""
     user_id = user or DEFAULT_USER
     wanted = _categories(category)
-    memories = all_memories(open_backend(data), user_id)
+    with open_backend(data) as backend:
+        memories = all_memories(backend, user_id)
     shown = [
         m
         for m in memories
@@ -152,17 +152,17 @@ def search(
 ) -> None:
     """Recall memories as the graph would, best first (does not count as a recall)."""
     user_id = user or DEFAULT_USER
-    backend = open_backend(data)
-    ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
-    found = LongTermMemory(backend.store).search(
-        user_id,
-        query,
-        k,
-        categories=_categories(category),
-        include_forgotten=forgotten,
-        include_superseded=superseded,
-        touch=False,
-    )
+    with open_backend(data) as backend:
+        ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
+        found = LongTermMemory(backend.store).search(
+            user_id,
+            query,
+            k,
+            categories=_categories(category),
+            include_forgotten=forgotten,
+            include_superseded=superseded,
+            touch=False,
+        )
     if as_json:
         print_json(
             [
@@ -198,9 +198,9 @@ def show(
 ) -> None:
     """Show one memory: every field, its history and what maintenance did to it."""
     user_id = user or DEFAULT_USER
-    backend = open_backend(data)
-    memory = resolve_id(backend, user_id, memory_id)
-    entry_item = backend.store.get(journal_namespace(user_id), memory.id)
+    with open_backend(data) as backend:
+        memory = resolve_id(backend, user_id, memory_id)
+        entry_item = backend.store.get(journal_namespace(user_id), memory.id)
     entry = JournalEntry.model_validate(entry_item.value) if entry_item else None
     if as_json:
         print_json(
@@ -279,8 +279,8 @@ def add(
         key=key or (guess.key if same else None),
         structured_data=guess.structured_data if same and not key else None,
     )
-    backend = open_backend(data, create=True)
-    [result] = LongTermMemory(backend.store, min_importance=0.0).upsert(user_id, [candidate])
+    with open_backend(data, create=True) as backend:
+        [result] = LongTermMemory(backend.store, min_importance=0.0).upsert(user_id, [candidate])
     if as_json:
         print_json(
             {
@@ -313,10 +313,10 @@ def forget(
 ) -> None:
     """Forget a memory: no longer recalled, kept and restorable."""
     user_id = user or DEFAULT_USER
-    backend = open_backend(data)
-    memory = LongTermMemory(backend.store).forget(
-        user_id, resolve_id(backend, user_id, memory_id).id
-    )
+    with open_backend(data) as backend:
+        memory = LongTermMemory(backend.store).forget(
+            user_id, resolve_id(backend, user_id, memory_id).id
+        )
     assert memory is not None
     if as_json:
         print_json(memory.to_value())
@@ -337,10 +337,10 @@ def restore(
 ) -> None:
     """Undo forgetting or maintenance (importance, compression) on a memory."""
     user_id = user or DEFAULT_USER
-    backend = open_backend(data)
-    result = LongTermMemory(backend.store).restore(
-        user_id, resolve_id(backend, user_id, memory_id).id
-    )
+    with open_backend(data) as backend:
+        result = LongTermMemory(backend.store).restore(
+            user_id, resolve_id(backend, user_id, memory_id).id
+        )
     assert result is not None
     if as_json:
         print_json(
@@ -384,17 +384,17 @@ def delete(
     if as_json and not yes:
         raise CliError("deleting asks for confirmation; with --json pass --yes", code=2)
     user_id = user or DEFAULT_USER
-    backend = open_backend(data)
-    if all_:
-        _delete_all(backend, checked_user(user_id), yes=yes, as_json=as_json)
-        return
-    memory = resolve_id(backend, user_id, memory_id or "")
-    if not yes:
-        out.print(f"[{memory.category}] {memory.content}", markup=False, highlight=False)
-        typer.confirm(
-            f"Delete memory {memory.id} for good (forget keeps it restorable)?", abort=True
-        )
-    deleted = LongTermMemory(backend.store).delete(user_id, memory.id)
+    with open_backend(data) as backend:
+        if all_:
+            _delete_all(backend, checked_user(user_id), yes=yes, as_json=as_json)
+            return
+        memory = resolve_id(backend, user_id, memory_id or "")
+        if not yes:
+            out.print(f"[{memory.category}] {memory.content}", markup=False, highlight=False)
+            typer.confirm(
+                f"Delete memory {memory.id} for good (forget keeps it restorable)?", abort=True
+            )
+        deleted = LongTermMemory(backend.store).delete(user_id, memory.id)
     if as_json:
         print_json({"deleted": [memory.id] if deleted else []})
     else:
@@ -409,12 +409,7 @@ def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> 
         typer.confirm(
             f"Delete everything of {user_id!r} in {backend.where} ({counts}) for good?", abort=True
         )
-    checkpointer = (
-        ThreadedSqliteSaver.from_path(backend.checkpoints)
-        if backend.checkpoints.is_file()
-        else None
-    )
-    report = delete_user(backend.store, user_id, checkpointer=checkpointer)
+    report = delete_user(backend.store, user_id, checkpointer=backend.checkpointer())
     if as_json:
         print_json(report.to_dict())
         return
@@ -440,9 +435,9 @@ def stats(
     data: Data = None,
 ) -> None:
     """Counts per state and category, for one user or (without --user) for every user."""
-    backend = open_backend(data)
-    users = [ensure_user(backend, user)] if user else known_users(backend.store)
-    found = [run_steps(backend.store, stats_steps(u)) for u in users]
+    with open_backend(data) as backend:
+        users = [ensure_user(backend, user)] if user else known_users(backend.store)
+        found = [run_steps(backend.store, stats_steps(u)) for u in users]
     if as_json:
         print_json([s.to_dict() for s in found] if user is None else found[0].to_dict())
         return
@@ -463,7 +458,8 @@ def export(
 ) -> None:
     """Export as a readable, editable memory.md (categories as sections, ids in comments)."""
     user_id = user or DEFAULT_USER
-    memories = all_memories(open_backend(data), user_id)
+    with open_backend(data) as backend:
+        memories = all_memories(backend, user_id)
     if as_json:
         keep = [
             m
@@ -511,22 +507,23 @@ def import_(
         text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
     except OSError as exc:
         raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    backend = open_backend(data, create=True)
-    try:
-        plan = plan_import(
-            parse_markdown(text), run_steps(backend.store, memories_steps(user_id)), user_id
-        )
-    except MarkdownError as exc:
-        raise CliError(f"{file}: {exc}", code=2) from exc
-    if not as_json:
-        _print_plan(plan)
-    if not plan.changes or dry_run:
-        if as_json:
-            print_json({"plan": plan.to_dict(), "applied": []})
-        return
-    if not yes:
-        typer.confirm(f"Apply these {len(plan.changes)} changes?", abort=True)
-    applied = run_steps(backend.store, import_steps(user_id, plan, now=utc_now().isoformat()))
+    with open_backend(data, create=True) as backend:
+        try:
+            plan = plan_import(
+                parse_markdown(text), run_steps(backend.store, memories_steps(user_id)), user_id
+            )
+        except MarkdownError as exc:
+            raise CliError(f"{file}: {exc}", code=2) from exc
+        if not as_json:
+            _print_plan(plan)
+        if not plan.changes or dry_run:
+            if as_json:
+                print_json({"plan": plan.to_dict(), "applied": []})
+            return
+        if not yes:
+            typer.confirm(f"Apply these {len(plan.changes)} changes?", abort=True)
+        now = utc_now().isoformat()
+        applied = run_steps(backend.store, import_steps(user_id, plan, now=now))
     if as_json:
         print_json(
             {
@@ -616,19 +613,23 @@ def maintain(
         settings = MaintenanceSettings(max_memories=max_memories or None, ttl_days=_ttls(ttl or []))
     except ValueError as exc:
         raise CliError(str(exc), code=2) from exc
-    backend = open_backend(data)
-    users = (
-        known_users(backend.store) if all_users else [ensure_user(backend, user or DEFAULT_USER)]
-    )
-    try:
-        memory_model = load_chat_model_option(model, "--model") if compress else None
-    except ModelSpecError as exc:
-        raise CliError(str(exc), code=2) from exc
-    compressor = make_compressor(memory_model) if memory_model else None
-    reports = [
-        run_maintenance(backend.store, u, settings=settings, compressor=compressor, dry_run=dry_run)
-        for u in users
-    ]
+    with open_backend(data) as backend:
+        users = (
+            known_users(backend.store)
+            if all_users
+            else [ensure_user(backend, user or DEFAULT_USER)]
+        )
+        try:
+            memory_model = load_chat_model_option(model, "--model") if compress else None
+        except ModelSpecError as exc:
+            raise CliError(str(exc), code=2) from exc
+        compressor = make_compressor(memory_model) if memory_model else None
+        reports = [
+            run_maintenance(
+                backend.store, u, settings=settings, compressor=compressor, dry_run=dry_run
+            )
+            for u in users
+        ]
     for report in reports:
         if not compress:
             report.compression = "skipped: --no-compress"

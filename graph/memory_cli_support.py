@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from langgraph.store.base import BaseStore, IndexConfig
 from rich import box
@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.stores.chroma import ChromaStore
 from engram.stores.maintenance_types import MaintenanceReport
 from engram.stores.memories import LongTermMemory
@@ -55,17 +56,42 @@ class CliError(Exception):
 
 @dataclass
 class Backend:
-    """The store the commands work on, and where its graph keeps its threads."""
+    """The store the commands work on, and where its graph keeps its threads.
 
-    store: BaseStore
+    A context manager: leaving it closes what it opened (the store's lexical index, the
+    checkpointer's connection).
+    """
+
+    store: ChromaStore
     where: str
     """The data folder or server URL, for messages."""
     checkpoints: Path
     """The graph's SQLite checkpointer file (threads and running summaries)."""
+    _saver: ThreadedSqliteSaver | None = field(default=None, init=False, repr=False)
+
+    def checkpointer(self) -> ThreadedSqliteSaver | None:
+        """The graph's checkpointer, opened on first use; None when there is no such file."""
+        if self._saver is None and self.checkpoints.is_file():
+            self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
+        return self._saver
+
+    def close(self) -> None:
+        """Close the store and, if it was opened, the checkpointer."""
+        self.store.close()
+        if self._saver is not None:
+            self._saver.conn.close()
+            self._saver = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def open_backend(data: str | None, *, create: bool = False) -> Backend:
-    """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one.
+    """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one; use
+    it in a `with` block, which closes it.
 
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -225,6 +226,32 @@ def test_maintain_forgets_what_faded_and_restore_brings_it_back(data):
     assert {old[n].id for n in old} <= set(back) and new_id not in back
     assert back[old["fading"].id]["importance"] == 0.8
     assert [r["user_id"] for r in cli("maintain", "--all-users", "--json")] == ["alice"]
+
+
+def _open_files_under(folder: Path) -> list[str]:
+    """The files under `folder` this process holds open (Linux: /proc/self/fd)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # the listing's own descriptor is gone by now
+            continue
+        if target.startswith(str(folder)):
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists open files from /proc")
+def test_commands_close_the_files_they_open(data):
+    saver = ThreadedSqliteSaver.from_path(data / "checkpoints.sqlite")  # the graph's threads
+    saver.setup()
+    saver.conn.close()
+    memory = add("Alice prefers dark mode")
+    for args in (["list"], ["search", "dark mode"], ["show", memory["id"]], ["stats"]):
+        cli(*args, "-u", "alice")
+    cli("delete", "--all", "-u", "alice", "--yes")
+    # Chroma keeps its own client's files open; the lexical index and checkpoints are ours
+    assert [f for f in _open_files_under(data) if "lexical" in f or "checkpoints" in f] == []
 
 
 def _graph_turns(user: str, thread: str, texts: list[str]) -> None:
