@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -90,14 +90,14 @@ def load_embeddings() -> Embeddings:
     Raises:
         EvalSetupError: The model files are not found (the message says where it looked).
     """
-    from engram.stores.embeddings import EmbeddingModelNotFoundError, LocalEmbeddings
+    from engram.stores.chroma import default_index
+    from engram.stores.embeddings import EmbeddingModelNotFoundError
 
-    embeddings = LocalEmbeddings()
     try:
-        embeddings.embed_query("warm-up")
+        index = default_index()  # loads the local model and warms it up
     except EmbeddingModelNotFoundError as exc:
         raise EvalSetupError(str(exc)) from exc
-    return embeddings
+    return cast(Embeddings, index["embed"])
 
 
 def suite_command(

@@ -1,7 +1,7 @@
 """A fresh embedded engram installation in a temporary folder, for one eval dialog or conversation.
 
 The same pieces `compile_graph` uses by default: a `ChromaStore` on a `PersistentClient` (memories
-and episodes, indexed on `content`) and a SQLite checkpointer, both in their own folder, which
+and episodes, with `default_index`) and a SQLite checkpointer, both in their own folder, which
 is deleted afterwards. The embedder is shared between sandboxes (the model loads once).
 """
 
@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from engram.graph import compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
-from engram.stores.chroma import ChromaStore
+from engram.stores.chroma import ChromaStore, default_index
 
 
 @dataclass(frozen=True)
@@ -37,24 +37,18 @@ async def sandbox(
     *,
     embeddings: Embeddings,
     memory_model: BaseChatModel | None = None,
-    dims: int | None = None,
 ) -> AsyncIterator[Sandbox]:
     """Compile the engram graph on a new embedded store and checkpointer; delete them on exit.
 
     Args:
         model: The answering model (in evals, a `ScriptedChatModel`).
-        embeddings: The store's embedder.
+        embeddings: The store's embedder (indexed as `default_index` says).
         memory_model: Summaries and extraction; None: the offline built-ins.
-        dims: The embedder's dimensions (default: its `dims` attribute, else one probe call).
     """
-    if dims is None:
-        dims = getattr(embeddings, "dims", None) or len(await embeddings.aembed_query("dims"))
+    index = default_index(embeddings)
     with tempfile.TemporaryDirectory(prefix="engram-eval-", ignore_cleanup_errors=True) as tmp:
         folder = Path(tmp)
-        store = ChromaStore(
-            path=folder / "chroma",
-            index={"dims": dims, "embed": embeddings, "fields": ["content"]},
-        )
+        store = ChromaStore(path=folder / "chroma", index=index)
         saver = ThreadedSqliteSaver.from_path(folder / "checkpoints.sqlite")
         try:
             graph = compile_graph(model, memory_model=memory_model, store=store, checkpointer=saver)

@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engram.graph.checkpoint import ThreadedSqliteSaver
-from engram.stores.chroma import ChromaStore
+from engram.stores.chroma import ChromaStore, default_index
 from engram.stores.maintenance_types import MaintenanceReport
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_types import Memory, MemoryCandidate
@@ -332,8 +332,8 @@ def maintenance_table(report: MaintenanceReport) -> Table:
 
 
 def _index() -> IndexConfig:
-    """The graph's index: local all-MiniLM-L6-v2 on `content` (the model loads on first use)."""
+    """The graph's index (`default_index`) with an embedder that loads on first use: listing
+    or exporting memories needs no model."""
     from engram.stores.embeddings import LocalEmbeddings
 
-    embeddings = LocalEmbeddings()
-    return {"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
+    return default_index(LocalEmbeddings())
