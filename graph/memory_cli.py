@@ -39,7 +39,6 @@ from engram.graph.memory_cli_support import (
     print_json,
     resolve_id,
     stats_table,
-    status,
 )
 from engram.graph.models import ModelSpecError, load_chat_model_option
 from engram.nodes.compress import make_compressor
@@ -47,7 +46,13 @@ from engram.stores.maintenance import maintain as run_maintenance
 from engram.stores.maintenance_types import JournalEntry, MaintenanceSettings
 from engram.stores.memories import LongTermMemory
 from engram.stores.memory_import import ImportPlan, import_steps, plan_import
-from engram.stores.memory_markdown import MarkdownError, parse_markdown, render_markdown
+from engram.stores.memory_markdown import (
+    MarkdownError,
+    parse_markdown,
+    render_markdown,
+    same_text,
+    status_of,
+)
 from engram.stores.memory_types import CATEGORIES, Category, MemoryCandidate, utc_now
 from engram.stores.namespaces import journal_namespace
 from engram.stores.steps import run_steps
@@ -208,7 +213,7 @@ def show(
         )
         return
     out.print(
-        f"[bold cyan]{memory.id}[/bold cyan]  [bold]{memory.category}[/bold]  {status(memory)}"
+        f"[bold cyan]{memory.id}[/bold cyan]  [bold]{memory.category}[/bold]  {status_of(memory)}"
     )
     out.print(memory.content, markup=False, highlight=False)
     fields = memory.to_value()
@@ -565,7 +570,7 @@ def _print_plan(plan: ImportPlan) -> None:
                     markup=False,
                     highlight=False,
                 )
-            if c.before is not None and c.before.split() != c.content.split():
+            if c.before is not None and not same_text(c.before, c.content):
                 out.print(f"    [red]- {esc(c.before)}[/red]", highlight=False)
                 out.print(f"    [green]+ {esc(c.content)}[/green]", highlight=False)
         else:

@@ -26,6 +26,7 @@ from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.stores.chroma import ChromaStore, default_index
 from engram.stores.maintenance_types import MaintenanceReport
 from engram.stores.memories import LongTermMemory
+from engram.stores.memory_markdown import status_of
 from engram.stores.memory_types import Memory, MemoryCandidate
 from engram.stores.paths import default_checkpoint_path, default_data_dir
 from engram.stores.steps import run_steps
@@ -228,12 +229,6 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def status(memory: Memory) -> str:
-    if not memory.current:
-        return "superseded"
-    return "forgotten" if memory.forgotten else "current"
-
-
 def memory_table(
     memories: list[Memory],
     *,
@@ -262,11 +257,11 @@ def memory_table(
             row.append(f"{scores[n]:.3f}")
         row += [memory.category, f"{memory.importance:.2f}", Text(memory.content)]
         if show_state:
-            row.append(status(memory))
+            row.append(status_of(memory))
         row.append(str(memory.access_count))
         if dated:
             row.append(memory.updated_at[:10])
-        table.add_row(*row, style="dim" if status(memory) != "current" else None)
+        table.add_row(*row, style="dim" if status_of(memory) != "current" else None)
     return table
 
 
