@@ -319,10 +319,10 @@ def forget(
     """Forget a memory: no longer recalled, kept and restorable."""
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
-        memory = LongTermMemory(backend.store).forget(
-            user_id, resolve_id(backend, user_id, memory_id).id
-        )
-    assert memory is not None
+        found = resolve_id(backend, user_id, memory_id)
+        memory = LongTermMemory(backend.store).forget(user_id, found.id)
+    if memory is None:
+        raise _deleted_meanwhile(found.id)
     if as_json:
         print_json(memory.to_value())
         return
@@ -343,10 +343,10 @@ def restore(
     """Undo forgetting or maintenance (importance, compression) on a memory."""
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
-        result = LongTermMemory(backend.store).restore(
-            user_id, resolve_id(backend, user_id, memory_id).id
-        )
-    assert result is not None
+        found = resolve_id(backend, user_id, memory_id)
+        result = LongTermMemory(backend.store).restore(user_id, found.id)
+    if result is None:
+        raise _deleted_meanwhile(found.id)
     if as_json:
         print_json(
             {
@@ -648,6 +648,11 @@ def maintain(
         out.print(f"compression: {report.compression}", markup=False, highlight=False)
         for failure in report.failures:
             err.print(f"[yellow]compression failed:[/yellow] {esc(failure)}", highlight=False)
+
+
+def _deleted_meanwhile(memory_id: str) -> CliError:
+    """The error for a memory found by its id and gone when the command wrote to it."""
+    return CliError(f"memory {memory_id} was deleted while this command ran; nothing changed")
 
 
 def _ttls(items: list[str]) -> dict[str, float]:
