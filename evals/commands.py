@@ -27,8 +27,6 @@ from engram.evals.report import (
     write_report,
 )
 
-DEFAULT_OUT = Path("eval-out")
-
 
 class EvalSetupError(ValueError):
     """An eval cannot start: a bad path, model spec or option; the message says what to do."""

@@ -21,7 +21,6 @@ turn ranking. `*_at_default` is what a turn recalls with the default `Context` (
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -168,11 +167,6 @@ async def arun_graph(
         },
         "conversations": stats,
     }
-
-
-def run_graph(path: str | Path, **kwargs: Any) -> dict[str, Any]:
-    """Synchronous `arun_graph`."""
-    return asyncio.run(arun_graph(path, **kwargs))
 
 
 def coverage_means(

@@ -22,6 +22,8 @@ app = typer.Typer(
     add_completion=False,
 )
 
+DEFAULT_OUT = Path("eval-out")
+"""Where the reports go without `--out`."""
 _OUT_HELP = "Folder for report.json and report.html (created if needed)."
 _STRICT_HELP = "Exit with code 1 when a target is missed (default: report it, exit 0)."
 
@@ -44,7 +46,7 @@ def suites(
         str | None,
         typer.Option(help="The model that summarizes and extracts (default: offline built-ins)."),
     ] = None,
-    out: Annotated[Path, typer.Option(help=_OUT_HELP)] = Path("eval-out"),
+    out: Annotated[Path, typer.Option(help=_OUT_HELP)] = DEFAULT_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
     jobs: Annotated[
         int | None, typer.Option(help="Dialogs replayed at once (default: cores, at most 4).")
@@ -89,7 +91,7 @@ def locomo(
         str | None,
         typer.Option(help="Graph mode only: the model that summarizes and extracts."),
     ] = None,
-    out: Annotated[Path, typer.Option(help=_OUT_HELP)] = Path("eval-out"),
+    out: Annotated[Path, typer.Option(help=_OUT_HELP)] = DEFAULT_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
 ) -> None:
     """LoCoMo retrieval: any@k / all@k / frac@k of the evidence turns, overall and by category."""
