@@ -17,6 +17,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from engram.evals.report import format_number, verdict
+
+_VERDICTS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", None: ""}
+
 
 class TurnProgress:
     """A progress bar over user turns, with a line saying what finished last."""
@@ -66,10 +70,12 @@ def report_tables(report: Mapping[str, Any]) -> Group:
         if isinstance(value, Mapping):
             continue
         target = targets.get(name)
-        verdict = ""
-        if target is not None:
-            verdict = "[green]pass[/]" if target["pass"] else "[red]FAIL[/]"
-        table.add_row(name, _number(value), target["target"] if target else "", verdict)
+        table.add_row(
+            name,
+            format_number(value),
+            target["target"] if target else "",
+            _VERDICTS[verdict(target)],
+        )
     parts: list[Any] = [table]
     latency = _latency_table(metrics)
     if latency is not None:
@@ -101,13 +107,5 @@ def _category_table(by_category: Mapping[str, Mapping[str, Any]]) -> Table:
     for category in by_category:
         table.add_column(category, justify="right")
     for key in keys:
-        table.add_row(key, *(_number(values.get(key)) for values in by_category.values()))
+        table.add_row(key, *(format_number(values.get(key)) for values in by_category.values()))
     return table
-
-
-def _number(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    return str(value)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from engram.evals.report import COUNT_METRICS, LOWER_IS_BETTER
+from engram.evals.report import COUNT_METRICS, LOWER_IS_BETTER, format_number, verdict
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
@@ -96,10 +96,8 @@ def _metric_table(metrics: Mapping[str, Any], targets: Mapping[str, Any]) -> str
         if isinstance(value, Mapping):
             continue
         target = targets.get(name)
-        status = ""
-        if target is not None:
-            cls = "pass" if target["pass"] else "fail"
-            status = f'<span class="tag {cls}">{"pass" if target["pass"] else "fail"}</span>'
+        result = verdict(target)
+        status = f'<span class="tag {result}">{result}</span>' if result else ""
         rows.append(
             f"<tr><td>{escape(name)}</td><td>{_bar(name, value, target)}</td>"
             f'<td class="num">{_number(value)}</td>'
@@ -116,7 +114,7 @@ def _bar(name: str, value: Any, target: Mapping[str, Any] | None) -> str:
     else:
         scale = 1.0
     width = 0.0 if value is None else max(0.0, min(1.0, float(value) / scale))
-    cls = "" if target is None else ("pass" if target["pass"] else "fail")
+    cls = verdict(target) or ""
     mark = ""
     if threshold is not None and scale:
         mark = f'<div class="mark" style="left:{min(1.0, threshold / scale) * 100:.1f}%"></div>'
@@ -183,9 +181,7 @@ def _dialog_table(dialogs: list[Mapping[str, Any]]) -> str:
 def _number(value: Any) -> str:
     if value is None:
         return '<span class="na">n/a</span>'
-    if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
-    return escape(str(value))
+    return escape(format_number(value))
 
 
 def _plain(value: Any) -> str:

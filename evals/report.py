@@ -144,6 +144,22 @@ def all_pass(report: Mapping[str, Any]) -> bool:
     return all(entry["pass"] for entry in report["targets"].values())
 
 
+def verdict(target: Mapping[str, Any] | None) -> Literal["pass", "fail"] | None:
+    """The verdict of a `check_targets` entry, "pass" or "fail"; None without a target."""
+    if target is None:
+        return None
+    return "pass" if target["pass"] else "fail"
+
+
+def format_number(value: Any) -> str:
+    """A metric as reports print it: 3 decimals below 10, 1 above, "n/a" for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
 def build_report(
     *,
     kind: Literal["suite", "locomo"],
