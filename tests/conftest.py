@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from langgraph.store.base import BaseStore
 
 _SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -79,3 +80,25 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def unique_name() -> str:
     """A fresh Chroma collection name per test."""
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(params=["memory", "chroma"])
+def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
+    """An empty store indexed with the n-gram fake on `content`: langgraph's InMemoryStore, then
+    a ChromaStore on an ephemeral client (a fresh collection). A test module's own `store`
+    fixture takes precedence."""
+    import chromadb  # imported here, after the environment above is set
+    from fakes import NGramEmbeddings
+    from langgraph.store.memory import InMemoryStore
+
+    from engram.stores.chroma import ChromaStore
+
+    index = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
+    if request.param == "memory":
+        yield InMemoryStore(index=index)
+        return
+    chroma = ChromaStore(
+        chromadb.EphemeralClient(), collection=f"s-{uuid.uuid4().hex[:16]}", index=index
+    )
+    yield chroma
+    chroma.close()

@@ -9,19 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from uuid import uuid4
 
-import chromadb
 import pytest
-from fakes import NGramEmbeddings, StructuredFakeChatModel
+from fakes import StructuredFakeChatModel
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.compress import make_compressor
-from engram.stores.chroma import ChromaStore
 from engram.stores.maintenance import (
     amaintain,
     finish_steps,
@@ -38,19 +33,6 @@ from engram.stores.user_data import memories_steps
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 USER = "alice"
-INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
-
-
-@pytest.fixture(params=["memory", "chroma"])
-def store(request) -> Iterator[BaseStore]:
-    if request.param == "memory":
-        yield InMemoryStore(index=INDEX)
-        return
-    chroma = ChromaStore(
-        chromadb.EphemeralClient(), collection=f"m-{uuid4().hex[:16]}", index=INDEX
-    )
-    yield chroma
-    chroma.close()
 
 
 @pytest.fixture(params=["sync", "async"])

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from uuid import uuid4
 
-import chromadb
 import pytest
-from fakes import NGramEmbeddings
 from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
 
-from engram.stores.chroma import ChromaStore
 from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
 from engram.stores.memory_edit import edit_steps
 from engram.stores.memory_import import (
@@ -28,19 +22,6 @@ from engram.stores.user_data import memories_steps
 
 USER = "alice"
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
-INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
-
-
-@pytest.fixture(params=["memory", "chroma"])
-def store(request) -> Iterator[BaseStore]:
-    if request.param == "memory":
-        yield InMemoryStore(index=INDEX)
-        return
-    chroma = ChromaStore(
-        chromadb.EphemeralClient(), collection=f"md-{uuid4().hex[:16]}", index=INDEX
-    )
-    yield chroma
-    chroma.close()
 
 
 def seed(store: BaseStore) -> dict[str, Memory]:
