@@ -128,7 +128,11 @@ class ChromaStore(BaseStore):
                 refresh_seconds=refresh,
             )
         self._writer = ChromaWriter(
-            self._items, self.lexical, (index or {}).get("dims"), self._max_batch
+            self._items,
+            self.lexical,
+            dims=(index or {}).get("dims"),
+            default_paths=[path for path, _ in self._fields or []],
+            max_batch=self._max_batch,
         )
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
@@ -305,14 +309,14 @@ class ChromaStore(BaseStore):
         an item whose indexed texts did not change keeps its vectors (no embedding call)."""
         if not batch.puts:
             return
-        ids = [md.item_id(namespace, key) for namespace, key in batch.puts]
-        previous: dict[str, dict[str, Any]] = {}
-        vectors: dict[str, list[float]] = {}
-        for chunk in self._chunks(ids):
-            got = self._items.get(ids=chunk, include=["metadatas", "embeddings"])
-            previous.update(zip(got["ids"], got["metadatas"]))
-            vectors.update((i, [float(x) for x in v]) for i, v in zip(got["ids"], got["embeddings"]))
-        batch.mark_reusable(previous, vectors)
+        for chunk in self._chunks(list(batch.ids.values())):
+            got = self._items.get(ids=chunk, include=["metadatas"])
+            batch.previous.update(zip(got["ids"], got["metadatas"]))
+        if reusable := batch.reusable():
+            got = self._items.get(ids=reusable, include=["embeddings"])
+            batch.reused.update(
+                (i, [float(x) for x in v]) for i, v in zip(got["ids"], got["embeddings"])
+            )
 
     def _fetch_items(self, ids: Sequence[str], now: float) -> dict[str, tuple[Item, dict[str, Any]]]:
         """Live items by Chroma id (expired ones are left out), with their metadata."""
@@ -375,7 +379,7 @@ class ChromaStore(BaseStore):
                 if item_id not in found:
                     continue
                 item, meta = found[item_id]
-                if scores and not meta.get(md.INDEXED):
+                if scores and not md.has_vectors(meta):
                     continue
                 if md.matches_filter(item.value, op.filter):
                     kept.append((_search_item(item, scores.get(item_id)), meta))

@@ -40,13 +40,11 @@ from chromadb.api.models.Collection import Collection
 from langgraph.store.base import get_text_at_path, tokenize_path
 
 from engram.stores import chroma_metadata as md
+from engram.stores.chroma_plan import item_document
 from engram.stores.lexical import LexicalDocument, LexicalIndex
 from engram.stores.paths import default_data_dir
 
 logger = logging.getLogger(__name__)
-
-CONTEXT_FIELD = "context"
-"""A value's top-level string field that is lexical context of the item (counts half)."""
 
 MAX_ID_FILTER = 20_000
 """Above this many ids, a Chroma query filters by namespace metadata instead of by id list."""
@@ -250,11 +248,6 @@ class LexicalMirror:
 
     # -- documents ----------------------------------------------------------------------------
 
-    def document(self, item_id: str, value: dict[str, Any], texts: Sequence[str]) -> LexicalDocument:
-        """The lexical document of an item whose index fields selected `texts`."""
-        context = value.get(CONTEXT_FIELD)
-        return LexicalDocument(item_id, "\n".join(texts), context if isinstance(context, str) else "")
-
     def stored_document(self, item_id: str, document: str, meta: dict[str, Any]) -> LexicalDocument:
         """The lexical document of an item as Chroma holds it (value JSON and metadata)."""
         value = json.loads(document)
@@ -264,7 +257,7 @@ class LexicalMirror:
             for path in paths
             for text in get_text_at_path(value, path if path == "$" else tokenize_path(path))
         ]
-        return self.document(item_id, value, texts)
+        return item_document(item_id, value, texts)
 
     # -- private ------------------------------------------------------------------------------
 
@@ -276,7 +269,7 @@ class LexicalMirror:
         for chunk in _chunks(ids):
             got = self.collection.get(ids=chunk, include=["documents", "metadatas"])
             for item_id, document, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-                if meta.get(md.INDEXED) and not md.expired(meta, now):
+                if md.has_vectors(meta) and not md.expired(meta, now):
                     docs.append(self.stored_document(item_id, document, meta))
                     found.add(item_id)
                 if meta.get(md.EXTRA_VECTORS):
@@ -297,9 +290,9 @@ class LexicalMirror:
                 where=where, include=["metadatas"], limit=_SCAN_PAGE, offset=offset
             )
             for item_id, meta in zip(got["ids"], got["metadatas"]):
-                if md.ITEM_ID not in meta and meta.get(md.INDEXED) and not md.expired(meta, now):
+                if md.ITEM_ID not in meta and md.has_vectors(meta) and not md.expired(meta, now):
                     scope = self.scope(md.namespace_from_metadata(meta))
-                    wanted.setdefault(scope, {})[item_id] = meta.get(md.LEXICAL)
+                    wanted.setdefault(scope, {})[item_id] = meta.get(md.DIGEST)
                     if meta.get(md.EXTRA_VECTORS):
                         self.note_extras([md.namespace_from_metadata(meta)])
             if len(got["ids"]) < _SCAN_PAGE:

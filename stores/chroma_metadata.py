@@ -21,11 +21,11 @@ EXPIRES_AT = "expires_at"
 TTL_MINUTES = "ttl_minutes"
 ITEM_ID = "item"
 INDEXED = "indexed"
+"""Written by earlier versions instead of `digest`; read by `has_vectors`."""
 EXTRA_VECTORS = "extra_vectors"
-TEXTS = "texts"
-"""Digest of the texts the item's vectors were embedded from."""
-LEXICAL = "lexical"
-"""Digest of the item's lexical document (absent when it has none)."""
+DIGEST = "digest"
+"""Digest of what the item's vectors and BM25 document come from (`LexicalDocument.digest` of
+its indexed texts and context); present exactly when the item has vectors."""
 INDEX_PATHS = "index_paths"
 """The put's own index fields as JSON, when they differ from the store's."""
 VALUE_PREFIX = "v:"
@@ -87,9 +87,10 @@ def record_owner(record_id: str) -> str:
     return record_id.split(":", 1)[0]
 
 
-def texts_digest(texts: list[str]) -> str:
-    """Identifies the list of texts an item's vectors come from."""
-    return hashlib.sha256(json.dumps(texts, ensure_ascii=False).encode()).hexdigest()[:32]
+def has_vectors(meta: dict[str, Any]) -> bool:
+    """Whether the item has real vectors (not a placeholder); `indexed` is how records written
+    before `digest` existed say so."""
+    return bool(meta.get(DIGEST) or meta.get(INDEXED))
 
 
 def expired(meta: dict[str, Any], now: float) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +21,12 @@ from langgraph.store.base import (
 from engram.stores import chroma_metadata as md
 from engram.stores.fusion import FUSION_METHODS
 from engram.stores.hybrid import HybridSearchOp
+from engram.stores.lexical import LexicalDocument
 
 Fields = list[tuple[str, Any]]
+
+CONTEXT_FIELD = "context"
+"""A value's top-level string field that is BM25 context of the item (counts half)."""
 
 
 @dataclass
@@ -39,6 +43,10 @@ class Plan:
     """Item id -> the texts its index fields select, in field order (the first vector rides on
     the item)."""
     queries: set[str] = field(default_factory=set)
+    documents: dict[str, LexicalDocument] = field(default_factory=dict)
+    """Item id -> its BM25 document (its texts and context), for items with texts."""
+    ids: dict[tuple[tuple[str, ...], str], str] = field(default_factory=dict)
+    """(namespace, key) of each put -> its Chroma id."""
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Item id -> the metadata of the item the batch's puts replace (read before embedding)."""
     reused: dict[str, list[float]] = field(default_factory=dict)
@@ -49,16 +57,24 @@ class Plan:
         """The texts to embed: those of items whose vectors are not reused."""
         return [t for i, texts in self.texts.items() if i not in self.reused for t in texts]
 
-    def mark_reusable(
-        self, previous: dict[str, dict[str, Any]], vectors: dict[str, list[float]]
-    ) -> None:
-        """Record the replaced items' metadata and first vectors; items whose texts did not
-        change keep their vectors."""
-        self.previous = previous
-        for item_id, texts in self.texts.items():
-            meta = previous.get(item_id, {})
-            if meta.get(md.INDEXED) and meta.get(md.TEXTS) == md.texts_digest(texts):
-                self.reused[item_id] = vectors[item_id]
+    def reusable(self) -> list[str]:
+        """Items whose replaced version was made from the same texts (and context): their
+        vectors can stay (`previous` must have been read)."""
+        return [
+            item_id
+            for item_id, texts in self.texts.items()
+            if (meta := self.previous.get(item_id, {})).get(md.DIGEST)
+            == self.documents[item_id].digest
+            and 1 + int(meta.get(md.EXTRA_VECTORS, 0)) == len(texts)
+        ]
+
+
+def item_document(item_id: str, value: dict[str, Any], texts: Sequence[str]) -> LexicalDocument:
+    """The BM25 document of an item whose index fields selected `texts`: those texts, and the
+    value's `context` string as context (text that helps find the item without being it, such
+    as the messages before an archived one)."""
+    context = value.get(CONTEXT_FIELD)
+    return LexicalDocument(item_id, "\n".join(texts), context if isinstance(context, str) else "")
 
 
 def index_fields(paths: list[str] | None) -> Fields:
@@ -93,6 +109,7 @@ def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:
                 raise ValueError(f"item values must be dicts, got {type(op.value).__name__}")
             result.puts.pop((op.namespace, op.key), None)  # the last put of a key wins
             result.puts[(op.namespace, op.key)] = op
+            result.ids[(op.namespace, op.key)] = md.item_id(op.namespace, op.key)
         else:
             raise ValueError(f"unknown store operation {type(op).__name__}")
     if fields is not None:
@@ -102,7 +119,9 @@ def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:
             paths = fields if op.index is None else index_fields(list(op.index))
             texts = [t for _, tokens in paths for t in get_text_at_path(op.value, tokens)]
             if texts:
-                result.texts[md.item_id(op.namespace, op.key)] = texts
+                item_id = result.ids[(op.namespace, op.key)]
+                result.texts[item_id] = texts
+                result.documents[item_id] = item_document(item_id, op.value, texts)
     return result
 
 

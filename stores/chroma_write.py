@@ -33,15 +33,23 @@ class ChromaWriter:
         collection: The store's Chroma collection.
         lexical: The lexical mirror, if the store has one.
         dims: The index's vector size (placeholders need it); None without an index.
+        default_paths: The store's index fields (a put naming others records them).
         max_batch: The client's largest write.
     """
 
     def __init__(
-        self, collection: Collection, lexical: LexicalMirror | None, dims: int | None, max_batch: int
+        self,
+        collection: Collection,
+        lexical: LexicalMirror | None,
+        *,
+        dims: int | None,
+        default_paths: list[str],
+        max_batch: int,
     ) -> None:
         self.collection = collection
         self.lexical = lexical
         self.dims = dims
+        self.default_paths = default_paths
         self.max_batch = max_batch
 
     def apply_puts(
@@ -53,7 +61,7 @@ class ChromaWriter:
     ) -> None:
         """Write the batch's puts: items, their vectors, deletions, then the lexical index."""
         ops = list(batch.puts.values())
-        ids = [md.item_id(op.namespace, op.key) for op in ops]
+        ids = [batch.ids[(op.namespace, op.key)] for op in ops]
         previous = batch.previous
         writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
         counts = {
@@ -61,9 +69,11 @@ class ChromaWriter:
             else len(vectors.get(i, ()))
             for _, i in writes
         }
-        documents = self._lexical_documents(batch, writes)
+        documents = batch.documents
         metadatas = [
-            _item_metadata(op, previous.get(i), counts[i], batch.texts.get(i), documents.get(i), now)
+            _item_metadata(
+                op, previous.get(i), counts[i], documents.get(i), self._own_paths(op), now
+            )
             for op, i in writes
         ]
         records = [
@@ -84,7 +94,7 @@ class ChromaWriter:
         touched = [
             (op.namespace, i)
             for op, i in zip(ops, ids)
-            if i in documents or previous.get(i, {}).get(md.LEXICAL)
+            if i in documents or md.has_vectors(previous.get(i, {}))
         ]
         if self.lexical is not None and extra:  # before the write: searches must know
             self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
@@ -101,7 +111,7 @@ class ChromaWriter:
             self.lexical.apply(  # metadata read before the write may be another writer's by now
                 upserts=[(op.namespace, documents[i]) for op, i in writes if i in documents],
                 deletes=[(op.namespace, i) for op, i in zip(ops, ids)
-                         if i not in documents and previous.get(i, {}).get(md.LEXICAL)],
+                         if i not in documents and md.has_vectors(previous.get(i, {}))],
             )
 
     def delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
@@ -114,7 +124,7 @@ class ChromaWriter:
         indexed = [
             (md.namespace_from_metadata(meta), i)
             for i, meta in metadata_by_id.items()
-            if meta.get(md.LEXICAL)
+            if md.has_vectors(meta)
         ]
         with self._journaled(indexed):
             for chunk in self._chunks(list(metadata_by_id) + extra):
@@ -135,17 +145,9 @@ class ChromaWriter:
             return batch.reused[item_id]
         return (vectors.get(item_id) or [self._placeholder(item_id)])[0]
 
-    def _lexical_documents(
-        self, batch: Plan, writes: list[tuple[PutOp, str]]
-    ) -> dict[str, LexicalDocument]:
-        """The lexical document of each written item that has texts to index."""
-        if self.lexical is None:
-            return {}
-        return {
-            i: self.lexical.document(i, op.value, batch.texts[i])
-            for op, i in writes
-            if i in batch.texts
-        }
+    def _own_paths(self, op: PutOp) -> list[str] | None:
+        """The put's index fields when they are not the store's (recorded for repairs)."""
+        return list(op.index) if isinstance(op.index, list) and op.index != self.default_paths else None
 
     def _upsert(self, **columns: Any) -> None:
         try:
@@ -177,8 +179,8 @@ def _item_metadata(
     op: PutOp,
     previous: dict[str, Any] | None,
     vector_count: int,
-    texts: list[str] | None,
-    lexical: LexicalDocument | None,
+    document: LexicalDocument | None,
+    own_paths: list[str] | None,
     now: float,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {
@@ -186,16 +188,14 @@ def _item_metadata(
         md.KEY: op.key,
         md.CREATED_AT: (previous or {}).get(md.CREATED_AT, now),
         md.UPDATED_AT: now,
-        md.INDEXED: vector_count > 0,
-        md.EXTRA_VECTORS: max(vector_count - 1, 0),
         **md.value_metadata(op.value or {}),
     }
-    if texts and vector_count:
-        meta[md.TEXTS] = md.texts_digest(texts)
-    if lexical is not None:
-        meta[md.LEXICAL] = lexical.digest
-        if isinstance(op.index, list):
-            meta[md.INDEX_PATHS] = json.dumps(op.index)
+    if vector_count and document is not None:
+        meta[md.DIGEST] = document.digest
+        if vector_count > 1:
+            meta[md.EXTRA_VECTORS] = vector_count - 1
+        if own_paths is not None:
+            meta[md.INDEX_PATHS] = json.dumps(own_paths)
     if op.ttl is not None:
         meta[md.TTL_MINUTES] = float(op.ttl)
         meta[md.EXPIRES_AT] = now + float(op.ttl) * 60

@@ -8,6 +8,7 @@ agrees with Chroma before anything is returned.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import chromadb
+import numpy as np
 import pytest
 from langgraph.store.base import InvalidNamespaceError, PutOp
 
@@ -56,7 +58,7 @@ def _hybrid(store: ChromaStore, query: str, **kw) -> list[tuple[str, float | Non
 
 def _agrees_with_chroma(store: ChromaStore) -> bool:
     got = store._items.get(include=["metadatas"])
-    indexed = {i for i, m in zip(got["ids"], got["metadatas"]) if m.get(md.LEXICAL)}
+    indexed = {i for i, m in zip(got["ids"], got["metadatas"]) if md.has_vectors(m)}
     mirrored = set(store.lexical.index.ids(store.lexical.scope(NS)))
     return indexed == mirrored and not store.lexical.index.pending()
 
@@ -243,3 +245,21 @@ def test_on_a_server_a_query_finds_another_machines_write_at_once(chroma_server,
     assert _hybrid(a, "staging database postgres")[0][0] == "pg"  # dense finds it; BM25 later
     a.close()
     b.close()
+
+
+def test_items_written_before_the_digest_field_existed_are_searched_and_indexed(tmp_path):
+    client = chromadb.PersistentClient(str(tmp_path))
+    raw = client.get_or_create_collection("engram", metadata={"hnsw:space": "cosine"})
+    value = {"content": "the old laptop is a ThinkPad X220"}
+    raw.upsert(  # a record as engram wrote it before `digest`: `indexed` says it has vectors
+        ids=[md.item_id(NS, "old")],
+        documents=[json.dumps(value)],
+        embeddings=[np.asarray(NGramEmbeddings().embed_query(value["content"]))],
+        metadatas=[{**md.namespace_metadata(NS), md.KEY: "old", md.CREATED_AT: 1.0,
+                    md.UPDATED_AT: 1.0, md.INDEXED: True, "v:content": value["content"]}],
+    )
+    store = ChromaStore(client, index=_index())
+    _OPENED.append(store)
+    assert store.search(NS, query="ThinkPad X220 laptop")[0].key == "old"  # dense
+    key, lexical = _hybrid(store, "thinkpad")[0]
+    assert key == "old" and lexical is not None  # the BM25 index was rebuilt from Chroma
