@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
-from langgraph.store.base import BaseStore, GetOp, SearchItem
+from langgraph.store.base import BaseStore, SearchItem
 
 from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.hybrid import supports_hybrid
@@ -311,10 +311,8 @@ class LongTermMemory:
         )
 
     def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:
-        namespace = self.namespace(user_id)
-        found = yield [GetOp(namespace, i) for i in dict.fromkeys(memory_ids)]
-        memories = [Memory.from_item(item) for item in found if item is not None]
-        return (yield from touch_steps(namespace, memories, now=self.clock()))
+        touched = yield from touch_steps(self.namespace(user_id), memory_ids, now=self.clock())
+        return list(touched.values())
 
     def _search_episodes(
         self, user_id: str, query: str, k: int, min_similarity: float

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from langgraph.store.base import SearchItem, SearchOp
+from langgraph.store.base import GetOp, SearchItem, SearchOp
 
 from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.hybrid import HybridHit, HybridSearchOp
@@ -78,23 +78,32 @@ def search_steps(
     scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
     top = scored[:k]
     if touch and top:
-        touched = yield from touch_steps(namespace, [s.memory for s in top], now=now)
-        top = [replace(s, memory=m) for s, m in zip(top, touched, strict=True)]
+        touched = yield from touch_steps(namespace, [s.memory.id for s in top], now=now)
+        top = [replace(s, memory=touched[s.memory.id]) for s in top if s.memory.id in touched]
     return top
 
 
 def touch_steps(
-    namespace: tuple[str, ...], memories: list[Memory], *, now: datetime
-) -> Steps[list[Memory]]:
-    """Count one recall of each memory: `access_count` + 1, `last_accessed` = now."""
+    namespace: tuple[str, ...], memory_ids: Iterable[str], *, now: datetime
+) -> Steps[dict[str, Memory]]:
+    """Count one recall of each memory: `access_count` + 1, `last_accessed` = now.
+
+    The memories are read again right before the write, so that a change made since they were
+    recalled (a merge, a supersede) is kept. Returns the touched memories by id (unknown ids
+    are skipped).
+    """
+    ids = list(dict.fromkeys(memory_ids))
+    if not ids:
+        return {}
+    found = yield [GetOp(namespace, i) for i in ids]
     stamp = now.isoformat()
     touched = [
         m.model_copy(update={"access_count": m.access_count + 1, "last_accessed": stamp})
-        for m in memories
+        for m in (Memory.from_item(item) for item in found if item is not None)
     ]
     if touched:
         yield [memory_put(namespace, m) for m in touched]
-    return touched
+    return {m.id: m for m in touched}
 
 
 def episode_search_steps(

@@ -23,6 +23,7 @@ from engram.stores.chroma import ChromaStore
 from engram.stores.fusion import relative_score_fusion
 from engram.stores.hybrid import supports_hybrid
 from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
+from engram.stores.memory_recall import search_steps
 from engram.stores.memory_types import (
     combined_score,
     content_hash,
@@ -405,3 +406,23 @@ def test_recall_finds_the_current_memory_under_a_flood_of_forgotten_ones(api, st
     assert [s.memory.id for s in found] == [current.memory.id, goal.memory.id]
     goals = api.search(USER, "how does the team deploy to Kubernetes", k=3, categories=["goal"])
     assert [s.memory.id for s in goals] == [goal.memory.id]
+
+
+def test_counting_a_recall_keeps_a_change_made_since_the_memory_was_recalled(store):
+    ltm = LongTermMemory(store, clock=lambda: NOW)
+    [r] = ltm.upsert(USER, [cand("I use Vim every day")])
+    steps = search_steps(
+        ltm.namespace(USER), "vim", 3, categories=None, include_superseded=False,
+        include_forgotten=False, touch=True, now=NOW, settings=ltm.recall,
+    )
+    ops = next(steps)
+    ops = steps.send(store.batch(ops))  # recalled; the access update reads the memory again
+    ltm.forget(USER, r.memory.id)  # meanwhile, its owner forgets it
+    try:
+        while True:
+            ops = steps.send(store.batch(ops))
+    except StopIteration as done:
+        [hit] = done.value
+    stored = ltm.get(USER, r.memory.id)
+    assert stored.forgotten and hit.memory.forgotten  # the recall did not bring it back
+    assert stored.access_count == 1
