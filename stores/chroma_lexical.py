@@ -46,7 +46,7 @@ from engram.stores.paths import default_data_dir
 
 logger = logging.getLogger(__name__)
 
-MAX_ID_FILTER = 20_000
+MAX_ID_FILTER = 100_000
 """Above this many ids, a Chroma query filters by namespace metadata instead of by id list."""
 
 REMOTE_REFRESH_SECONDS = 60.0
