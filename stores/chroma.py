@@ -55,6 +55,8 @@ from engram.stores.paths import default_chroma_path
 logger = logging.getLogger(__name__)
 
 DEFAULT_COLLECTION = "engram"
+_READ_WITH_QUERY = 50
+"""A vector search for at most this many results reads them with the query itself."""
 _COLLECTION_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
 
 
@@ -124,7 +126,9 @@ class ChromaStore(BaseStore):
                 lexical_index, refresh = lexical_index_for(client)
                 self._owns_lexical = True
             self.lexical = LexicalMirror(
-                lexical_index, self._items, [path for path, _ in self._fields],
+                lexical_index,
+                self._items,
+                [path for path, _ in self._fields],
                 refresh_seconds=refresh,
             )
         self._writer = ChromaWriter(
@@ -192,7 +196,9 @@ class ChromaStore(BaseStore):
         self._read_replaced(batch)
         texts = batch.flat_texts()
         doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
-        query_vectors = {q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings}
+        query_vectors = {
+            q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings
+        }
         return self._execute(batch, doc_vectors, query_vectors)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -216,7 +222,9 @@ class ChromaStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every expired item and its vectors; returns how many items were deleted."""
-        expired = self._items.get(where={md.EXPIRES_AT: {"$lt": time.time()}}, include=["metadatas"])
+        expired = self._items.get(
+            where={md.EXPIRES_AT: {"$lt": time.time()}}, include=["metadatas"]
+        )
         self._writer.delete_items(dict(zip(expired["ids"], expired["metadatas"])))
         return len(expired["ids"])
 
@@ -224,9 +232,9 @@ class ChromaStore(BaseStore):
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
         if self._sweeper and self._sweeper.is_alive():
             return
-        interval = sweep_interval_minutes or (self.ttl_config or {}).get(
-            "sweep_interval_minutes"
-        ) or 5
+        interval = (
+            sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        )
         self._stop_sweeping.clear()
 
         def loop() -> None:
@@ -291,17 +299,25 @@ class ChromaStore(BaseStore):
                     "pass lexical=False)"
                 )
             results[i] = hybrid_search(
-                op, query_vectors[op.query], collection=self._items, mirror=self.lexical,
-                fetch_items=self._fetch_items, now=now,
+                op,
+                query_vectors[op.query],
+                collection=self._items,
+                mirror=self.lexical,
+                fetch_items=self._fetch_items,
+                now=now,
             )
         for i, op in batch.list_ops:
             results[i] = self._list_namespaces(op, now)
         if refresh:
             ids = list(refresh)
             for chunk in self._chunks(ids):
-                self._items.update(ids=chunk, metadatas=[{md.EXPIRES_AT: refresh[i]} for i in chunk])
+                self._items.update(
+                    ids=chunk, metadatas=[{md.EXPIRES_AT: refresh[i]} for i in chunk]
+                )
         if batch.puts:
-            self._writer.apply_puts(batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk)
+            self._writer.apply_puts(
+                batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk
+            )
         return results
 
     def _read_replaced(self, batch: chroma_plan.Plan) -> None:
@@ -318,7 +334,9 @@ class ChromaStore(BaseStore):
                 (i, [float(x) for x in v]) for i, v in zip(got["ids"], got["embeddings"])
             )
 
-    def _fetch_items(self, ids: Sequence[str], now: float) -> dict[str, tuple[Item, dict[str, Any]]]:
+    def _fetch_items(
+        self, ids: Sequence[str], now: float
+    ) -> dict[str, tuple[Item, dict[str, Any]]]:
         """Live items by Chroma id (expired ones are left out), with their metadata."""
         found: dict[str, tuple[Item, dict[str, Any]]] = {}
         for chunk in self._chunks(list(dict.fromkeys(ids))):
@@ -350,22 +368,36 @@ class ChromaStore(BaseStore):
             return []
         n = op.offset + op.limit
         while True:
-            scores, exhausted = nearest(
-                self._items, self.lexical, op.namespace_prefix, query_vector, n, exact=False,
-                where=md.filter_clauses(op.filter), now=now,
+            scores, exhausted, records = nearest(
+                self._items,
+                self.lexical,
+                op.namespace_prefix,
+                query_vector,
+                n,
+                exact=False,
+                where=md.filter_clauses(op.filter),
+                now=now,
+                read=n <= _READ_WITH_QUERY,
             )
             ranked = sorted(scores, key=scores.__getitem__, reverse=True)
-            hits = self._page(ranked, scores, op, now)
+            known = {i: (_item(doc, meta), meta) for i, (doc, meta) in records.items()}
+            hits = self._page(ranked, scores, op, now, known)
             if exhausted or len(hits) >= op.limit:
                 return hits
             n *= 4
 
     def _page(
-        self, ranked_ids: list[str], scores: dict[str, float], op: SearchOp, now: float
+        self,
+        ranked_ids: list[str],
+        scores: dict[str, float],
+        op: SearchOp,
+        now: float,
+        known: dict[str, tuple[Item, dict[str, Any]]] | None = None,
     ) -> list[tuple[SearchItem, dict[str, Any]]]:
         """Walk ids in rank order, keep items whose values pass the filter, cut offset/limit.
 
-        With scores (a vector search), items whose vector is a placeholder are skipped.
+        With scores (a vector search), items whose vector is a placeholder are skipped. Items
+        in `known` (already read with the query) are not read again.
         """
         wanted = op.offset + op.limit
         kept: list[tuple[SearchItem, dict[str, Any]]] = []
@@ -374,7 +406,8 @@ class ChromaStore(BaseStore):
         while position < len(ranked_ids) and len(kept) < wanted:
             ids = ranked_ids[position : position + step]
             position += len(ids)
-            found = self._fetch_items(ids, now)
+            known = known or {}
+            found = {**known, **self._fetch_items([i for i in ids if i not in known], now)}
             for item_id in ids:
                 if item_id not in found:
                     continue
@@ -463,7 +496,9 @@ def _check_collection_name(name: str) -> None:
         )
 
 
-def _note_refresh(refresh: dict[str, float], item_id: str, meta: dict[str, Any], now: float) -> None:
+def _note_refresh(
+    refresh: dict[str, float], item_id: str, meta: dict[str, Any], now: float
+) -> None:
     if (minutes := meta.get(md.TTL_MINUTES)) is not None:
         refresh[item_id] = now + float(minutes) * 60
 

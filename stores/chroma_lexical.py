@@ -143,7 +143,9 @@ class LexicalMirror:
             except sqlite3.Error:
                 logger.warning(
                     "lexical index write failed for %s; it is repaired from Chroma before the "
-                    "next search of that namespace", scope, exc_info=True,
+                    "next search of that namespace",
+                    scope,
+                    exc_info=True,
                 )
                 self._checked.pop(scope, None)
                 self._ids.pop(scope, None)
@@ -163,7 +165,10 @@ class LexicalMirror:
             checked = self._checked.get(scope)
             if checked is None:
                 self._repair(scope, self.index.pending().get(scope, []), now)
-            elif self.refresh_seconds is not None and time.monotonic() - checked > self.refresh_seconds:
+            elif (
+                self.refresh_seconds is not None
+                and time.monotonic() - checked > self.refresh_seconds
+            ):
                 self._reconcile(namespace, now)
             else:
                 return
@@ -204,7 +209,8 @@ class LexicalMirror:
             with self._lock, self._guard("read"):
                 self._ensure_built(now)
                 scopes = [
-                    s for s in self.index.scopes()
+                    s
+                    for s in self.index.scopes()
                     if s == root or s.startswith(root if not prefix else root + ".")
                 ]
         ids: list[str] = []
@@ -275,10 +281,10 @@ class LexicalMirror:
                 if meta.get(md.EXTRA_VECTORS):
                     self.note_extras([namespace])
         if ids:
-            logger.info("lexical index of %s: %d journaled writes repaired from Chroma", scope, len(ids))
-        self.apply(
-            [(namespace, d) for d in docs], [(namespace, i) for i in ids if i not in found]
-        )
+            logger.info(
+                "lexical index of %s: %d journaled writes repaired from Chroma", scope, len(ids)
+            )
+        self.apply([(namespace, d) for d in docs], [(namespace, i) for i in ids if i not in found])
 
     def _reconcile(self, namespace: Namespace | None, now: float) -> None:
         """Compare one namespace (or the whole collection) with Chroma and fix the index."""
@@ -339,9 +345,13 @@ def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
     if settings.chroma_server_host:
         tenant = getattr(client, "tenant", "default_tenant")
         database = getattr(client, "database", "default_database")
-        name = f"{settings.chroma_server_host}-{settings.chroma_server_http_port}-{tenant}-{database}"
-        folder = default_data_dir() / "lexical" / "".join(
-            c if c.isalnum() or c in "._-" else "_" for c in name
+        name = (
+            f"{settings.chroma_server_host}-{settings.chroma_server_http_port}-{tenant}-{database}"
+        )
+        folder = (
+            default_data_dir()
+            / "lexical"
+            / "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
         )
         return LexicalIndex(folder), REMOTE_REFRESH_SECONDS
     if settings.is_persistent and settings.persist_directory:

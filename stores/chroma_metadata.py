@@ -54,7 +54,9 @@ def namespace_metadata(namespace: tuple[str, ...]) -> dict[str, Any]:
     """Every prefix of the namespace (itself included) as one field: a prefix match is one
     equality condition, and `("foo",)` can never match `("foobar",)`."""
     meta: dict[str, Any] = {NS_DEPTH: len(namespace)}
-    meta.update({prefix_field(d): encode_labels(namespace[:d]) for d in range(1, len(namespace) + 1)})
+    meta.update(
+        {prefix_field(d): encode_labels(namespace[:d]) for d in range(1, len(namespace) + 1)}
+    )
     return meta
 
 
@@ -219,4 +221,3 @@ def _is_number(v: Any) -> bool:
 
 def _is_huge_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 2**63
-

@@ -104,7 +104,9 @@ def plan(ops: Iterable[Op], fields: Fields | None) -> Plan:
             result.list_ops.append((i, op))
         elif isinstance(op, PutOp):
             if not op.namespace:
-                raise ValueError("cannot put an item in the empty namespace: give at least one label")
+                raise ValueError(
+                    "cannot put an item in the empty namespace: give at least one label"
+                )
             if op.value is not None and not isinstance(op.value, dict):
                 raise ValueError(f"item values must be dicts, got {type(op.value).__name__}")
             result.puts.pop((op.namespace, op.key), None)  # the last put of a key wins

@@ -45,26 +45,32 @@ def nearest(
     exact: bool,
     where: list[dict[str, Any]],
     now: float,
-) -> tuple[dict[str, float], bool]:
+    read: bool = False,
+) -> tuple[dict[str, float], bool, dict[str, tuple[str, dict[str, Any]]]]:
     """Similarity of the query to the items of the `n` nearest records under `prefix` (exactly
     `prefix` with `exact`) that pass the `where` clauses; an item scores by its best vector.
 
-    Returns the similarities and whether the records ran out before `n`.
+    Returns the similarities, whether the records ran out before `n`, and with `read` the
+    document and metadata of each item whose own record came back (one round trip instead of
+    a query and a get: worth it for a few results).
     """
+    include = ["distances", "documents", "metadatas"] if read else ["distances"]
     ids = None
     if mirror is not None and not where:  # ids and where together cost Chroma 1.5 seconds per
         ids = mirror.candidate_ids(prefix, exact=exact, now=now)  # 1000 ids: never both
     if ids is None:
         scope = md.namespace_clauses(prefix) if exact else md.prefix_clauses(prefix)
         res = collection.query(
-            query_embeddings=[query_vector], n_results=n, where=md.combine(scope + where),
-            include=["distances"],
+            query_embeddings=[query_vector],
+            n_results=n,
+            where=md.combine(scope + where),
+            include=include,
         )
     else:
         if not ids:
-            return {}, True
+            return {}, True, {}
         try:
-            res = _query_ids(collection, query_vector, ids, n)
+            res = _query_ids(collection, query_vector, ids, n, include)
         except chromadb.errors.InternalError as exc:  # an id of the index is not in Chroma
             if "finding id" not in str(exc):
                 raise
@@ -72,13 +78,24 @@ def nearest(
             mirror.forget_ghosts([i for i in ids if i not in present])
             ids = [i for i in ids if i in present]
             if not ids:
-                return {}, True
-            res = _query_ids(collection, query_vector, ids, n)
+                return {}, True, {}
+            res = _query_ids(collection, query_vector, ids, n, include)
     similarity: dict[str, float] = {}
     for record_id, distance in zip(res["ids"][0], res["distances"][0]):
         item_id = md.record_owner(record_id)
         similarity[item_id] = max(1.0 - float(distance), similarity.get(item_id, -2.0))
-    return similarity, len(res["ids"][0]) < n
+    records = (
+        {
+            record_id: (document, meta)
+            for record_id, document, meta in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0]
+            )
+            if md.ITEM_ID not in meta and not md.expired(meta, now)
+        }
+        if read
+        else {}
+    )
+    return similarity, len(res["ids"][0]) < n, records
 
 
 def hybrid_search(
@@ -97,7 +114,7 @@ def hybrid_search(
     """
     depth = op.depth
     while True:
-        similarity, exhausted = nearest(
+        similarity, exhausted, _ = nearest(
             collection, mirror, op.namespace, query_vector, depth, exact=True, where=[], now=now
         )
         lexical = dict(mirror.search(op.namespace, op.query, depth))
@@ -121,9 +138,11 @@ def hybrid_search(
         depth *= 4
 
 
-def _query_ids(collection: Collection, query_vector: list[float], ids: list[str], n: int) -> Any:
+def _query_ids(
+    collection: Collection, query_vector: list[float], ids: list[str], n: int, include: list[Any]
+) -> Any:
     return collection.query(
-        query_embeddings=[query_vector], n_results=min(n, len(ids)), ids=ids, include=["distances"]
+        query_embeddings=[query_vector], n_results=min(n, len(ids)), ids=ids, include=include
     )
 
 
@@ -169,11 +188,19 @@ def _winners(
         for item_id, relevance in chunk:
             if item_id in found and md.matches_filter(found[item_id][0].value, op.filter):
                 item = found[item_id][0]
-                hits.append(HybridHit(
-                    SearchItem(item.namespace, item.key, item.value, item.created_at,
-                               item.updated_at, relevance),
-                    similarity.get(item_id, 0.0),
-                    lexical.get(item_id),
-                ))
+                hits.append(
+                    HybridHit(
+                        SearchItem(
+                            item.namespace,
+                            item.key,
+                            item.value,
+                            item.created_at,
+                            item.updated_at,
+                            relevance,
+                        ),
+                        similarity.get(item_id, 0.0),
+                        lexical.get(item_id),
+                    )
+                )
         step *= 2
     return hits[: op.limit]

@@ -65,7 +65,8 @@ class ChromaWriter:
         previous = batch.previous
         writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
         counts = {
-            i: 1 + int(previous[i].get(md.EXTRA_VECTORS, 0)) if i in batch.reused
+            i: 1 + int(previous[i].get(md.EXTRA_VECTORS, 0))
+            if i in batch.reused
             else len(vectors.get(i, ()))
             for _, i in writes
         }
@@ -77,7 +78,12 @@ class ChromaWriter:
             for op, i in writes
         ]
         records = [
-            (i, json.dumps(op.value, ensure_ascii=False), meta, self._first_vector(i, batch, vectors))
+            (
+                i,
+                json.dumps(op.value, ensure_ascii=False),
+                meta,
+                self._first_vector(i, batch, vectors),
+            )
             for (op, i), meta in zip(writes, metadatas)
         ]
         extra = [
@@ -88,7 +94,9 @@ class ChromaWriter:
         stale = [
             md.extra_id(i, n)
             for i in ids
-            for n in range(max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1)
+            for n in range(
+                max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1
+            )
         ]
         deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
         touched = [
@@ -110,8 +118,11 @@ class ChromaWriter:
         if self.lexical is not None:  # every written document, even an unchanged one: the
             self.lexical.apply(  # metadata read before the write may be another writer's by now
                 upserts=[(op.namespace, documents[i]) for op, i in writes if i in documents],
-                deletes=[(op.namespace, i) for op, i in zip(ops, ids)
-                         if i not in documents and md.has_vectors(previous.get(i, {}))],
+                deletes=[
+                    (op.namespace, i)
+                    for op, i in zip(ops, ids)
+                    if i not in documents and md.has_vectors(previous.get(i, {}))
+                ],
             )
 
     def delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
@@ -134,7 +145,9 @@ class ChromaWriter:
 
     # -- private ------------------------------------------------------------------------------
 
-    def _journaled(self, entries: list[tuple[tuple[str, ...], str]]) -> AbstractContextManager[None]:
+    def _journaled(
+        self, entries: list[tuple[tuple[str, ...], str]]
+    ) -> AbstractContextManager[None]:
         return self.lexical.writing(entries) if self.lexical is not None else nullcontext()
 
     def _first_vector(
@@ -147,7 +160,11 @@ class ChromaWriter:
 
     def _own_paths(self, op: PutOp) -> list[str] | None:
         """The put's index fields when they are not the store's (recorded for repairs)."""
-        return list(op.index) if isinstance(op.index, list) and op.index != self.default_paths else None
+        return (
+            list(op.index)
+            if isinstance(op.index, list) and op.index != self.default_paths
+            else None
+        )
 
     def _upsert(self, **columns: Any) -> None:
         try:

@@ -102,7 +102,9 @@ class Tokenizer:
             word = match.group("word")
             if word is None:
                 run = match.group("cjk")
-                terms.extend([run[i : i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run])
+                terms.extend(
+                    [run[i : i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
+                )
             elif word not in self.stopwords and (len(word) > 1 or word.isdigit()):
                 terms.append(self._stemmed(word))
         return terms
@@ -220,7 +222,9 @@ class LexicalIndex:
     def get_meta(self, key: str) -> str | None:
         """A caller's setting stored with the index (None if unset)."""
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE key = ?", ("user:" + key,)).fetchone()
+            row = self._db.execute(
+                "SELECT value FROM meta WHERE key = ?", ("user:" + key,)
+            ).fetchone()
         return row[0] if row else None
 
     def set_meta(self, key: str, value: str) -> None:
@@ -276,7 +280,9 @@ class LexicalIndex:
     def count(self, scope: str) -> int:
         """How many documents `scope` holds."""
         with self._lock:
-            return self._db.execute("SELECT count(*) FROM docs WHERE scope = ?", (scope,)).fetchone()[0]
+            return self._db.execute(
+                "SELECT count(*) FROM docs WHERE scope = ?", (scope,)
+            ).fetchone()[0]
 
     def scopes(self) -> list[str]:
         """Every scope that holds or held documents (until dropped), sorted."""
@@ -324,7 +330,9 @@ class LexicalIndex:
     def _retokenize(self, previous: str) -> None:
         logger.info(
             "lexical index %s was built by tokenizer %s; re-tokenizing for %s",
-            self.path, previous, self.tokenizer.signature,
+            self.path,
+            previous,
+            self.tokenizer.signature,
         )
         for scope, table in self._db.execute("SELECT scope, tab FROM scopes").fetchall():
             self._db.execute(f"DELETE FROM {table}")

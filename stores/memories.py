@@ -153,8 +153,12 @@ class LongTermMemory:
             include_forgotten: Also soft-deleted memories.
             touch: Count this recall in `access_count` / `last_accessed` of the results.
         """
-        return await arun_steps(self.store, self._search(user_id, query, k, categories, include_superseded,
-                                             include_forgotten, touch))
+        return await arun_steps(
+            self.store,
+            self._search(
+                user_id, query, k, categories, include_superseded, include_forgotten, touch
+            ),
+        )
 
     def search(
         self,
@@ -168,15 +172,21 @@ class LongTermMemory:
         touch: bool = True,
     ) -> list[ScoredMemory]:
         """Sync `asearch`."""
-        return run_steps(self.store, self._search(user_id, query, k, categories, include_superseded,
-                                      include_forgotten, touch))
+        return run_steps(
+            self.store,
+            self._search(
+                user_id, query, k, categories, include_superseded, include_forgotten, touch
+            ),
+        )
 
     async def asearch_episodes(
         self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
     ) -> list[SearchItem]:
         """Recall archived messages: the `k` best matches of `query` that are at least
         `min_similarity` similar to it, best first; their `score` is the fused relevance."""
-        return await arun_steps(self.store, self._search_episodes(user_id, query, k, min_similarity))
+        return await arun_steps(
+            self.store, self._search_episodes(user_id, query, k, min_similarity)
+        )
 
     def search_episodes(
         self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
@@ -211,7 +221,9 @@ class LongTermMemory:
             thread_id: The conversation they came from (provenance).
             message_ids: The messages they came from, unless a candidate names its own.
         """
-        return await arun_steps(self.store, self._upsert(user_id, candidates, thread_id, message_ids))
+        return await arun_steps(
+            self.store, self._upsert(user_id, candidates, thread_id, message_ids)
+        )
 
     def upsert(
         self,
@@ -245,9 +257,17 @@ class LongTermMemory:
         offset: int = 0,
     ) -> list[Memory]:
         """A user's memories, most recently updated first."""
-        return await arun_steps(self.store, list_steps(
-            self.namespace(user_id), categories=categories, include_superseded=include_superseded,
-            include_forgotten=include_forgotten, limit=limit, offset=offset))
+        return await arun_steps(
+            self.store,
+            list_steps(
+                self.namespace(user_id),
+                categories=categories,
+                include_superseded=include_superseded,
+                include_forgotten=include_forgotten,
+                limit=limit,
+                offset=offset,
+            ),
+        )
 
     def list(
         self,
@@ -260,9 +280,17 @@ class LongTermMemory:
         offset: int = 0,
     ) -> list[Memory]:
         """Sync `alist`."""
-        return run_steps(self.store, list_steps(
-            self.namespace(user_id), categories=categories, include_superseded=include_superseded,
-            include_forgotten=include_forgotten, limit=limit, offset=offset))
+        return run_steps(
+            self.store,
+            list_steps(
+                self.namespace(user_id),
+                categories=categories,
+                include_superseded=include_superseded,
+                include_forgotten=include_forgotten,
+                limit=limit,
+                offset=offset,
+            ),
+        )
 
     async def aforget(self, user_id: str, memory_id: str) -> Memory | None:
         """Soft-delete: kept and restorable, no longer recalled. None if there is no such memory."""
@@ -304,10 +332,15 @@ class LongTermMemory:
         touch: bool,
     ) -> Steps[list[ScoredMemory]]:
         return search_steps(
-            self.namespace(user_id), query, k,
+            self.namespace(user_id),
+            query,
+            k,
             categories=list(categories) if categories else None,
-            include_superseded=include_superseded, include_forgotten=include_forgotten,
-            touch=touch, now=self.clock(), settings=self.recall,
+            include_superseded=include_superseded,
+            include_forgotten=include_forgotten,
+            touch=touch,
+            now=self.clock(),
+            settings=self.recall,
         )
 
     def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:
@@ -318,7 +351,10 @@ class LongTermMemory:
         self, user_id: str, query: str, k: int, min_similarity: float
     ) -> Steps[list[SearchItem]]:
         return episode_search_steps(
-            self.episode_namespace(user_id), query, k, min_similarity=min_similarity,
+            self.episode_namespace(user_id),
+            query,
+            k,
+            min_similarity=min_similarity,
             settings=self.recall,
         )
 
@@ -334,15 +370,21 @@ class LongTermMemory:
         results = []
         for candidate in candidates:
             result = yield from upsert_steps(
-                namespace, hashes, candidate, thread_id=thread_id,
-                message_ids=list(message_ids), now=now, settings=self.policy,
+                namespace,
+                hashes,
+                candidate,
+                thread_id=thread_id,
+                message_ids=list(message_ids),
+                now=now,
+                settings=self.policy,
             )
             results.append(result)
         return results
 
     def _forget(self, user_id: str, memory_id: str) -> Steps[Memory | None]:
-        return set_forgotten_steps(self.namespace(user_id), memory_id, forgotten=True,
-                                   now=self.clock().isoformat())
+        return set_forgotten_steps(
+            self.namespace(user_id), memory_id, forgotten=True, now=self.clock().isoformat()
+        )
 
     def _restore(self, user_id: str, memory_id: str) -> Steps[RestoreResult | None]:
         return restore_steps(user_id, memory_id, self.clock().isoformat())

@@ -65,8 +65,9 @@ def search_steps(
         return []
     flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
     filters = [{**flt, "category": c} for c in categories] if categories else [flt]
-    matches = yield from _match_steps(namespace, query, filters, max(k * settings.pool_factor, k),
-                                      settings)
+    matches = yield from _match_steps(
+        namespace, query, filters, max(k * settings.pool_factor, k), settings
+    )
     scored = []
     for item, similarity, relevance in matches:
         memory = Memory.from_item(item)
@@ -119,10 +120,13 @@ def episode_search_steps(
     if k <= 0 or not query.strip():
         return []
     matches = yield from _match_steps(namespace, query, [{}], k * settings.pool_factor, settings)
-    kept = [(item, relevance) for item, similarity, relevance in matches
-            if similarity >= min_similarity]
+    kept = [
+        (item, relevance) for item, similarity, relevance in matches if similarity >= min_similarity
+    ]
     return [
-        SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at, relevance)
+        SearchItem(
+            item.namespace, item.key, item.value, item.created_at, item.updated_at, relevance
+        )
         for item, relevance in kept[:k]
     ]
 
@@ -141,8 +145,15 @@ def _match_steps(
     """
     if query and settings.hybrid:
         results = yield [
-            HybridSearchOp(namespace, query, f or None, pool, settings.depth, settings.fusion,
-                           settings.lexical_weight)
+            HybridSearchOp(
+                namespace,
+                query,
+                f or None,
+                pool,
+                settings.depth,
+                settings.fusion,
+                settings.lexical_weight,
+            )
             for f in filters
         ]
         hits: dict[str, HybridHit] = {}
@@ -151,7 +162,9 @@ def _match_steps(
                 hits[hit.item.key] = hit
         ranked = sorted(hits.values(), key=lambda h: h.relevance, reverse=True)
         return [(h.item, h.similarity, h.relevance) for h in ranked]
-    results = yield [SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters]
+    results = yield [
+        SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters
+    ]
     best: dict[str, SearchItem] = {}
     for item in (i for found in results for i in found):
         if item.key not in best or (item.score or 0.0) > (best[item.key].score or 0.0):
