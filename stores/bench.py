@@ -8,11 +8,11 @@ Run::
 
 Sections:
 
-- ``store``: `ChromaStore` vs raw chromadb collection calls vs langgraph's `InMemoryStore`:
-  batched put throughput and top-10 search latency (in one user's namespace, and across all
-  users) at 1k, 10k and 50k items (see `engram.stores.bench_store`). Targets: ChromaStore
-  <= 1.25x raw chromadb for search and batched put; search at 50k items faster than
-  `InMemoryStore`.
+- ``store``: `ChromaStore` (also without its BM25 mirror) vs raw chromadb collection calls vs
+  langgraph's `InMemoryStore`: batched put throughput and top-10 search latency (in one user's
+  namespace, and across all users) at 1k, 10k and 50k items (see `engram.stores.bench_store`).
+  Targets: ChromaStore <= 1.25x raw chromadb for search and batched put; search at 50k items
+  faster than `InMemoryStore`.
 - ``embeddings``: `LocalEmbeddings` vs chromadb's `DefaultEmbeddingFunction` (used the way Chroma
   calls it: a fresh `ONNXMiniLM_L6_V2` per call) and vs one reused `ONNXMiniLM_L6_V2` instance
   (to show what is left once model loading is out of the picture), on short texts (20-40 word

@@ -7,7 +7,9 @@ measures the stores, not a model. Raw chromadb is what a hand-written integratio
 metadatas (namespace, root label, one field); `query` with a `where` on the namespace and the
 documents and metadatas included. `ChromaStore` is built as an app builds it (a
 `PersistentClient` folder and an index config), so whatever it does on a put or a search
-(reading `created_at`, filterable metadata, a lexical mirror, ...) counts as its overhead.
+(reading `created_at`, filterable metadata, a lexical mirror, ...) counts as its overhead. A
+fourth contender, `ChromaStore(lexical=False)`, is the same store without its BM25 mirror (what
+`HybridSearchOp` needs and a plain `BaseStore` user does not), to show what the mirror costs.
 
 Measures, at each size:
 
@@ -21,7 +23,7 @@ collector off, in wall-clock time and in this process's CPU time. Ratios are med
 ratios (ChromaStore's time over the other's for the same batch or query, measured back to back),
 so load from other processes, which hits neighbours alike, mostly cancels out. Each row also
 says how many of the exact top 10 (InMemoryStore's) each Chroma contender returned, to show that
-both Chroma contenders do the same search.
+the Chroma contenders do the same search.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ MIN_PUT_BATCHES = 10
 NAMESPACE_QUERIES = 60
 GLOBAL_QUERIES = 15
 USERS = 10
-CONTENDERS = ("chroma_store", "raw_chromadb", "in_memory")
+CONTENDERS = ("chroma_store", "chroma_store_no_bm25", "raw_chromadb", "in_memory")
 
 
 class LookupEmbeddings(Embeddings):
@@ -75,10 +77,10 @@ class Samples:
     cpu: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CONTENDERS})
     overlap: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CONTENDERS})
 
-    def paired_ratio(self, other: str, clock: str = "wall") -> float:
-        """Median over rounds of ChromaStore's time divided by `other`'s."""
+    def paired_ratio(self, other: str, clock: str = "wall", of: str = "chroma_store") -> float:
+        """Median over rounds of `of`'s time divided by `other`'s."""
         times = self.wall if clock == "wall" else self.cpu
-        pairs = zip(times["chroma_store"], times[other], strict=True)
+        pairs = zip(times[of], times[other], strict=True)
         return statistics.median(a / b for a, b in pairs if b > 0)
 
 
@@ -136,7 +138,7 @@ def _search_row(size: int, measure: str, samples: Samples) -> Row:
         "calls": len(samples.wall["chroma_store"]),
         **_ratios(samples),
         "exact_top10_found": "/".join(
-            f"{statistics.mean(samples.overlap[c]):.1f}" for c in ("chroma_store", "raw_chromadb")
+            f"{statistics.mean(samples.overlap[c]):.1f}" for c in CONTENDERS[:3]
         ),
     }
 
@@ -147,6 +149,9 @@ def _ratios(samples: Samples) -> Row:
         "x_vs_raw": round(samples.paired_ratio("raw_chromadb"), 3),
         "x_vs_raw_cpu": round(samples.paired_ratio("raw_chromadb", "cpu"), 3),
         "x_vs_in_memory": round(samples.paired_ratio("in_memory"), 3),
+        "no_bm25_x_vs_raw": round(
+            samples.paired_ratio("raw_chromadb", of="chroma_store_no_bm25"), 3
+        ),
     }
 
 
@@ -165,6 +170,7 @@ def _dataset(size: int, seed: int) -> dict[str, Any]:
 def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str, Callable]]:
     index = {"dims": DIMS, "embed": LookupEmbeddings(lookup), "fields": ["text"]}
     chroma_store = ChromaStore(path=f"{tmp}/store", collection="bench", index=index)
+    no_bm25 = ChromaStore(path=f"{tmp}/plain", collection="bench", index=index, lexical=False)
     raw = chromadb.PersistentClient(path=f"{tmp}/raw").get_or_create_collection(
         "bench", embedding_function=None, metadata={"hnsw:space": "cosine"}
     )
@@ -216,6 +222,11 @@ def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str,
             "put": store_put(chroma_store),
             "search": store_search(chroma_store),
             "close": chroma_store.close,
+        },
+        "chroma_store_no_bm25": {
+            "put": store_put(no_bm25),
+            "search": store_search(no_bm25),
+            "close": no_bm25.close,
         },
         "raw_chromadb": {"put": raw_put, "search": raw_search, "close": lambda: None},
         "in_memory": {

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
@@ -44,6 +45,7 @@ INDEX_FILE = "lexical.sqlite3"
 # Han ideographs (with extension A and compatibility forms), Japanese kana: written without spaces.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _RUNS = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+_IDS_PER_QUERY = 500  # ids bound into one `IN (...)`, well under SQLite's variable limit
 _TOKENIZER_VERSION = 1  # bump when `Tokenizer.__call__` changes what it returns
 
 
@@ -86,7 +88,7 @@ class Tokenizer:
     ) -> None:
         self.stopwords = frozenset(STOPWORDS_EN_PLUS if stopwords is None else stopwords)
         self.language = language
-        self._stem = Stemmer.Stemmer(language).stemWord if language else None
+        self._stem_words = Stemmer.Stemmer(language).stemWords if language else None
         self._lock = threading.Lock()  # PyStemmer objects are not thread-safe
 
     @property
@@ -98,6 +100,7 @@ class Tokenizer:
     def __call__(self, text: str) -> list[str]:
         """The terms of `text`, in order, repeats kept."""
         terms: list[str] = []
+        words: list[int] = []  # positions of the terms that are words, stemmed in one call
         for match in _RUNS.finditer(unicodedata.normalize("NFKC", text).casefold()):
             word = match.group("word")
             if word is None:
@@ -106,14 +109,14 @@ class Tokenizer:
                     [run[i : i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
                 )
             elif word not in self.stopwords and (len(word) > 1 or word.isdigit()):
-                terms.append(self._stemmed(word))
+                words.append(len(terms))
+                terms.append(word)
+        if words and self._stem_words is not None:
+            with self._lock:
+                stems = self._stem_words([terms[i] for i in words])
+            for position, stem in zip(words, stems, strict=True):
+                terms[position] = stem
         return terms
-
-    def _stemmed(self, word: str) -> str:
-        if self._stem is None:
-            return word
-        with self._lock:
-            return self._stem(word)
 
 
 class LexicalIndex:
@@ -172,8 +175,8 @@ class LexicalIndex:
         with self._transaction():
             table = self._table(scope, create=True)
             self._clear_pending(scope, [doc.id for doc, _ in rows])
+            self._delete_docs(scope, table, [doc.id for doc, _ in rows])
             for doc, (text_terms, context_terms) in rows:
-                self._delete_one(scope, table, doc.id)
                 cursor = self._db.execute(
                     "INSERT INTO docs(scope, doc_id, text, context, digest) VALUES (?, ?, ?, ?, ?)",
                     (scope, doc.id, doc.text, doc.context, doc.digest),
@@ -190,8 +193,7 @@ class LexicalIndex:
             self._clear_pending(scope, ids)
             table = self._table(scope, create=False)
             if table is not None:
-                for doc_id in ids:
-                    self._delete_one(scope, table, doc_id)
+                self._delete_docs(scope, table, ids)
 
     def drop_scope(self, scope: str) -> None:
         """Remove every document of `scope` and its table."""
@@ -294,7 +296,7 @@ class LexicalIndex:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> LexicalIndex:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -369,13 +371,16 @@ class LexicalIndex:
             "DELETE FROM pending WHERE scope = ? AND doc_id = ?", [(scope, i) for i in ids]
         )
 
-    def _delete_one(self, scope: str, table: str, doc_id: str) -> None:
-        row = self._db.execute(
-            "SELECT rowid FROM docs WHERE scope = ? AND doc_id = ?", (scope, doc_id)
-        ).fetchone()
-        if row is not None:
-            self._db.execute(f"DELETE FROM {table} WHERE rowid = ?", (row[0],))
-            self._db.execute("DELETE FROM docs WHERE rowid = ?", (row[0],))
+    def _delete_docs(self, scope: str, table: str, ids: list[str]) -> None:
+        rowids: list[tuple[int]] = []
+        for start in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[start : start + _IDS_PER_QUERY]
+            rowids += self._db.execute(
+                f"SELECT rowid FROM docs WHERE scope = ? AND doc_id IN ({','.join('?' * len(chunk))})",
+                (scope, *chunk),
+            ).fetchall()
+        self._db.executemany(f"DELETE FROM {table} WHERE rowid = ?", rowids)
+        self._db.executemany("DELETE FROM docs WHERE rowid = ?", rowids)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
