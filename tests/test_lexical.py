@@ -69,7 +69,11 @@ def ids(results: list[tuple[str, float]]) -> list[str]:
 
 def test_english_is_stemmed_and_stopwords_dropped():
     assert Tokenizer()("What did Melanie paint? She painted sunsets, paintings!") == [
-        "melani", "paint", "paint", "sunset", "paint",
+        "melani",
+        "paint",
+        "paint",
+        "sunset",
+        "paint",
     ]
 
 
@@ -100,12 +104,15 @@ def test_tokenizer_options_change_output_and_signature():
 
 
 def test_search_ranks_by_bm25_and_matches_stems(index):
-    index.upsert("u", [
-        LexicalDocument("m1", "Melanie painted a lake sunrise last year"),
-        LexicalDocument("m2", "Melanie took the kids camping"),
-        LexicalDocument("m3", "Caroline is researching adoption agencies"),
-        LexicalDocument("m4", "Caroline went to an LGBTQ support group"),
-    ])
+    index.upsert(
+        "u",
+        [
+            LexicalDocument("m1", "Melanie painted a lake sunrise last year"),
+            LexicalDocument("m2", "Melanie took the kids camping"),
+            LexicalDocument("m3", "Caroline is researching adoption agencies"),
+            LexicalDocument("m4", "Caroline went to an LGBTQ support group"),
+        ],
+    )
     results = index.search("u", "What paintings has Melanie made?")
     assert ids(results) == ["m1", "m2"]
     assert results[0][1] > results[1][1] > 0
@@ -119,7 +126,7 @@ def test_query_without_terms_and_unknown_scope_return_nothing(index):
 
 def test_query_syntax_characters_are_plain_text(index):
     index.upsert("u", [LexicalDocument("m1", 'He said "NEAR" AND OR NOT (x*) -y ^z')])
-    for query in ['"', 'NEAR(', "AND OR NOT", "x* -y ^z", "col:val", "'; DROP TABLE docs; --"]:
+    for query in ['"', "NEAR(", "AND OR NOT", "x* -y ^z", "col:val", "'; DROP TABLE docs; --"]:
         index.search("u", query)  # must not raise an FTS5 syntax error
     assert ids(index.search("u", 'near "and"')) == ["m1"]
 
@@ -130,6 +137,17 @@ def test_upsert_replaces_a_document_with_the_same_id(index):
     assert index.search("u", "Vue") == []
     assert ids(index.search("u", "React")) == ["m1"]
     assert index.count("u") == 1
+
+
+def test_batches_larger_than_one_id_lookup_replace_and_delete_every_document(index):
+    count = 1_234  # more ids than one `IN (...)` lookup takes
+    index.upsert("u", [LexicalDocument(f"m{i}", f"draft number {i}") for i in range(count)])
+    index.upsert("u", [LexicalDocument(f"m{i}", f"final number {i}") for i in range(count)])
+    assert index.count("u") == count
+    assert index.search("u", "draft") == []
+    assert len(index.search("u", "final", limit=2 * count)) == count
+    index.delete("u", [f"m{i}" for i in range(1, count)])
+    assert ids(index.search("u", "final")) == ["m0"]
 
 
 def test_last_duplicate_in_one_batch_wins(index):
@@ -147,7 +165,9 @@ def test_delete_removes_and_ignores_unknown_ids(index):
 
 def test_scopes_are_isolated_and_drop_scope_removes_everything_of_one(index):
     index.upsert("memories/alice", [LexicalDocument("m1", "Alice likes jazz")])
-    index.upsert("memories/bob", [LexicalDocument("m1", "Bob likes jazz"), LexicalDocument("b2", "jazz")])
+    index.upsert(
+        "memories/bob", [LexicalDocument("m1", "Bob likes jazz"), LexicalDocument("b2", "jazz")]
+    )
     assert ids(index.search("memories/alice", "jazz")) == ["m1"]
     assert sorted(ids(index.search("memories/bob", "jazz"))) == ["b2", "m1"]
     index.drop_scope("memories/alice")
@@ -160,11 +180,14 @@ def test_scopes_are_isolated_and_drop_scope_removes_everything_of_one(index):
 @pytest.mark.parametrize("weight", [0.5, 1.0])
 def test_context_terms_count_context_weight_times_the_documents_own(weight):
     with LexicalIndex(context_weight=weight) as index:
-        index.upsert("u", [
-            LexicalDocument("own", "married lake", context="blue sky"),
-            LexicalDocument("context", "blue sky", context="married lake"),
-            LexicalDocument("other", "garden water", context="green plants"),
-        ])
+        index.upsert(
+            "u",
+            [
+                LexicalDocument("own", "married lake", context="blue sky"),
+                LexicalDocument("context", "blue sky", context="married lake"),
+                LexicalDocument("other", "garden water", context="green plants"),
+            ],
+        )
         scores = dict(index.search("u", "married"))
     assert set(scores) == {"own", "context"}  # found through its context too
     if weight == 1.0:
@@ -188,7 +211,9 @@ def test_index_persists_in_its_folder(tmp_path):
     assert (tmp_path / INDEX_FILE).is_file()
     with LexicalIndex(tmp_path) as index:
         assert ids(index.search("u", "mochi")) == ["m1"]
-        assert index.digests("u") == {"m1": LexicalDocument("m1", "Alice's cat is called Mochi", "pets").digest}
+        assert index.digests("u") == {
+            "m1": LexicalDocument("m1", "Alice's cat is called Mochi", "pets").digest
+        }
 
 
 def test_a_new_tokenizer_retokenizes_the_stored_documents(tmp_path):
@@ -211,8 +236,6 @@ def test_invalid_arguments_say_what_is_wrong(index):
         index.search("u", "x", limit=0)
     with pytest.raises(ValueError, match="context_weight"):
         LexicalIndex(context_weight=2.0)
-
-
 
 
 def test_chinese_sanity_set_finds_each_memory_in_the_top_3(index):
