@@ -1,15 +1,19 @@
 """The ``store`` section of `engram.stores.bench`: ChromaStore vs raw chromadb vs InMemoryStore.
 
-All three get the same items (a short text, a few fields, one 384-dimensional vector each) and
-the same queries. Vectors are precomputed and served by a lookup "embedding", so the section
+All contenders get the same items (a short text, a few fields, one 384-dimensional vector each)
+and the same queries. Vectors are precomputed and served by a lookup "embedding", so the section
 measures the stores, not a model. Raw chromadb is what a hand-written integration would do: one
 `PersistentClient` collection, `upsert` with ids, embeddings, documents (the value as JSON) and
 metadatas (namespace, root label, one field); `query` with a `where` on the namespace and the
 documents and metadatas included. `ChromaStore` is built as an app builds it (a
 `PersistentClient` folder and an index config), so whatever it does on a put or a search
-(reading `created_at`, filterable metadata, a lexical mirror, ...) counts as its overhead. A
-fourth contender, `ChromaStore(lexical=False)`, is the same store without its BM25 mirror (what
-`HybridSearchOp` needs and a plain `BaseStore` user does not), to show what the mirror costs.
+(reading `created_at`, filterable metadata, a lexical mirror, ...) counts as its overhead.
+
+Two more contenders show where the differences come from. `ChromaStore(lexical=False)` is the
+same store without its BM25 mirror (what `HybridSearchOp` needs and a plain `BaseStore` user
+does not). Raw chromadb without documents keeps the value in a metadata field instead of the
+document, as `ChromaStore` does (Chroma builds a trigram full-text index of every document, which
+neither uses), so `x_vs_raw_no_document` is the cost of engram's own work alone.
 
 Measures, at each size:
 
@@ -53,7 +57,14 @@ MIN_PUT_BATCHES = 10
 NAMESPACE_QUERIES = 60
 GLOBAL_QUERIES = 15
 USERS = 10
-CONTENDERS = ("chroma_store", "chroma_store_no_bm25", "raw_chromadb", "in_memory")
+CONTENDERS = (
+    "chroma_store",
+    "chroma_store_no_bm25",
+    "raw_chromadb",
+    "raw_no_document",
+    "in_memory",
+)
+CHROMA_CONTENDERS = CONTENDERS[:4]
 
 
 class LookupEmbeddings(Embeddings):
@@ -138,7 +149,7 @@ def _search_row(size: int, measure: str, samples: Samples) -> Row:
         "calls": len(samples.wall["chroma_store"]),
         **_ratios(samples),
         "exact_top10_found": "/".join(
-            f"{statistics.mean(samples.overlap[c]):.1f}" for c in CONTENDERS[:3]
+            f"{statistics.mean(samples.overlap[c]):.1f}" for c in CHROMA_CONTENDERS
         ),
     }
 
@@ -148,6 +159,7 @@ def _ratios(samples: Samples) -> Row:
     return {
         "x_vs_raw": round(samples.paired_ratio("raw_chromadb"), 3),
         "x_vs_raw_cpu": round(samples.paired_ratio("raw_chromadb", "cpu"), 3),
+        "x_vs_raw_no_document": round(samples.paired_ratio("raw_no_document"), 3),
         "x_vs_in_memory": round(samples.paired_ratio("in_memory"), 3),
         "no_bm25_x_vs_raw": round(
             samples.paired_ratio("raw_chromadb", of="chroma_store_no_bm25"), 3
@@ -174,6 +186,9 @@ def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str,
     raw = chromadb.PersistentClient(path=f"{tmp}/raw").get_or_create_collection(
         "bench", embedding_function=None, metadata={"hnsw:space": "cosine"}
     )
+    raw_no_document = chromadb.PersistentClient(path=f"{tmp}/raw_meta").get_or_create_collection(
+        "bench", embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
     memory = InMemoryStore(index=index)
 
     def store_put(store):
@@ -189,17 +204,24 @@ def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str,
 
         return put
 
-    def raw_put(data: dict[str, Any], start: int) -> None:
-        texts = data["texts"][start : start + PUT_BATCH]
-        users = data["users"][start : start + PUT_BATCH]
-        raw.upsert(
-            ids=[str(start + i) for i in range(len(texts))],
-            embeddings=[lookup[t] for t in texts],
-            documents=[json.dumps({"text": t, "importance": 0.5}) for t in texts],
-            metadatas=[
+    def raw_put_into(collection: chromadb.Collection, *, documents: bool):
+        def put(data: dict[str, Any], start: int) -> None:
+            texts = data["texts"][start : start + PUT_BATCH]
+            users = data["users"][start : start + PUT_BATCH]
+            values = [json.dumps({"text": t, "importance": 0.5}) for t in texts]
+            metadatas = [
                 {"namespace": f"memories/{u}", "root": "memories", "importance": 0.5} for u in users
-            ],
-        )
+            ]
+            if not documents:
+                metadatas = [{**meta, "value": v} for meta, v in zip(metadatas, values)]
+            collection.upsert(
+                ids=[str(start + i) for i in range(len(texts))],
+                embeddings=[lookup[t] for t in texts],
+                documents=values if documents else None,
+                metadatas=metadatas,
+            )
+
+        return put
 
     def store_search(store):
         def search(prefix: tuple[str, ...], q: str) -> list[str]:
@@ -207,15 +229,20 @@ def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str,
 
         return search
 
-    def raw_search(prefix: tuple[str, ...], q: str) -> list[str]:
-        where = {"namespace": "/".join(prefix)} if len(prefix) > 1 else {"root": prefix[0]}
-        found = raw.query(
-            query_embeddings=[lookup[q]],
-            n_results=10,
-            where=where,
-            include=["documents", "metadatas", "distances"],
-        )
-        return found["ids"][0]
+    def raw_search_in(collection: chromadb.Collection, *, documents: bool):
+        def search(prefix: tuple[str, ...], q: str) -> list[str]:
+            where = {"namespace": "/".join(prefix)} if len(prefix) > 1 else {"root": prefix[0]}
+            found = collection.query(
+                query_embeddings=[lookup[q]],
+                n_results=10,
+                where=where,
+                include=["documents", "metadatas", "distances"]
+                if documents
+                else ["metadatas", "distances"],
+            )
+            return found["ids"][0]
+
+        return search
 
     return {
         "chroma_store": {
@@ -228,7 +255,16 @@ def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str,
             "search": store_search(no_bm25),
             "close": no_bm25.close,
         },
-        "raw_chromadb": {"put": raw_put, "search": raw_search, "close": lambda: None},
+        "raw_chromadb": {
+            "put": raw_put_into(raw, documents=True),
+            "search": raw_search_in(raw, documents=True),
+            "close": lambda: None,
+        },
+        "raw_no_document": {
+            "put": raw_put_into(raw_no_document, documents=False),
+            "search": raw_search_in(raw_no_document, documents=False),
+            "close": lambda: None,
+        },
         "in_memory": {
             "put": store_put(memory),
             "search": store_search(memory),

@@ -1,7 +1,7 @@
 """`ChromaStore`: a LangGraph `BaseStore` over Chroma (embedded, in-memory or a server).
 
-Each item is one record of the collection `<collection>` (the value as a JSON document, the
-namespace, timestamps and top-level scalar fields as metadata) carrying its first vector; each
+Each item is one record of the collection `<collection>` (its value, namespace, timestamps and
+top-level scalar fields as metadata: `engram.stores.chroma_metadata`) carrying its first vector; each
 further vector is a record `<item id>:<n>` of the same collection (`engram.stores.chroma_write`).
 A BM25 index beside the collection mirrors the embedded texts and answers the lexical half of
 `HybridSearchOp` (`engram.stores.chroma_lexical`, `engram.stores.chroma_search`). Only
@@ -13,7 +13,6 @@ sync and async.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -45,7 +44,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores import chroma_metadata as md
-from engram.stores import chroma_plan
+from engram.stores import chroma_plan, chroma_upgrade
 from engram.stores.chroma_lexical import LexicalMirror, lexical_index_for
 from engram.stores.chroma_search import hybrid_search, nearest
 from engram.stores.chroma_write import ChromaWriter
@@ -113,10 +112,11 @@ class ChromaStore(BaseStore):
         self._items = client.get_or_create_collection(
             collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
         )
+        self._max_batch = client.get_max_batch_size()
+        chroma_upgrade.upgrade(self._items, self._max_batch)
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = chroma_plan.index_fields(index.get("fields")) if index else None
-        self._max_batch = client.get_max_batch_size()
         self.lexical: LexicalMirror | None = None
         self._owns_lexical = False
         if index and lexical is not False:
@@ -340,10 +340,10 @@ class ChromaStore(BaseStore):
         """Live items by Chroma id (expired ones are left out), with their metadata."""
         found: dict[str, tuple[Item, dict[str, Any]]] = {}
         for chunk in self._chunks(list(dict.fromkeys(ids))):
-            got = self._items.get(ids=chunk, include=["documents", "metadatas"])
-            for item_id, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
+            got = self._items.get(ids=chunk, include=["metadatas"])
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
                 if not md.expired(meta, now):
-                    found[item_id] = (_item(doc, meta), meta)
+                    found[item_id] = (_item(meta), meta)
         return found
 
     def _search(
@@ -358,7 +358,8 @@ class ChromaStore(BaseStore):
             for i, m in zip(got["ids"], got["metadatas"])
             if md.ITEM_ID not in m and not md.expired(m, now)
         ]
-        rows.sort(key=lambda row: (row[1][md.UPDATED_AT], row[0]), reverse=True)
+        updated = {i: _record(m).updated_at for i, m in rows}
+        rows.sort(key=lambda row: (updated[row[0]], row[0]), reverse=True)
         return self._page([item_id for item_id, _ in rows], {}, op, now)
 
     def _vector_search(
@@ -380,7 +381,7 @@ class ChromaStore(BaseStore):
                 read=n <= _READ_WITH_QUERY,
             )
             ranked = sorted(scores, key=scores.__getitem__, reverse=True)
-            known = {i: (_item(doc, meta), meta) for i, (doc, meta) in records.items()}
+            known = {i: (_item(meta), meta) for i, meta in records.items()}
             hits = self._page(ranked, scores, op, now, known)
             if exhausted or len(hits) >= op.limit:
                 return hits
@@ -412,7 +413,7 @@ class ChromaStore(BaseStore):
                 if item_id not in found:
                     continue
                 item, meta = found[item_id]
-                if scores and not md.has_vectors(meta):
+                if scores and not _record(meta).has_vectors:
                     continue
                 if md.matches_filter(item.value, op.filter):
                     kept.append((_search_item(item, scores.get(item_id)), meta))
@@ -499,7 +500,7 @@ def _check_collection_name(name: str) -> None:
 def _note_refresh(
     refresh: dict[str, float], item_id: str, meta: dict[str, Any], now: float
 ) -> None:
-    if (minutes := meta.get(md.TTL_MINUTES)) is not None:
+    if (minutes := _record(meta).ttl_minutes) is not None:
         refresh[item_id] = now + float(minutes) * 60
 
 
@@ -507,13 +508,21 @@ def _timestamp(value: float) -> datetime:
     return datetime.fromtimestamp(value, tz=timezone.utc)
 
 
-def _item(document: str, meta: dict[str, Any]) -> Item:
+def _record(meta: dict[str, Any]) -> md.ItemRecord:
+    record = md.record_of(meta)
+    if record is None:
+        raise ValueError(f"a Chroma record without engram's {md.RECORD!r} field: {meta}")
+    return record
+
+
+def _item(meta: dict[str, Any]) -> Item:
+    record = _record(meta)
     return Item(
-        value=json.loads(document),
-        key=meta[md.KEY],
+        value=md.value_of(meta),
+        key=record.key,
         namespace=md.namespace_from_metadata(meta),
-        created_at=_timestamp(meta[md.CREATED_AT]),
-        updated_at=_timestamp(meta[md.UPDATED_AT]),
+        created_at=_timestamp(record.created_at),
+        updated_at=_timestamp(record.updated_at),
     )
 
 

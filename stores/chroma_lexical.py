@@ -25,7 +25,6 @@ noted, and searched by metadata.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
@@ -254,10 +253,11 @@ class LexicalMirror:
 
     # -- documents ----------------------------------------------------------------------------
 
-    def stored_document(self, item_id: str, document: str, meta: dict[str, Any]) -> LexicalDocument:
-        """The lexical document of an item as Chroma holds it (value JSON and metadata)."""
-        value = json.loads(document)
-        paths = json.loads(meta[md.INDEX_PATHS]) if meta.get(md.INDEX_PATHS) else self.default_paths
+    def stored_document(self, item_id: str, meta: dict[str, Any]) -> LexicalDocument:
+        """The lexical document of an item as Chroma holds it (its record's metadata)."""
+        value = md.value_of(meta)
+        record = md.record_of(meta)
+        paths = (record.index_paths if record else None) or self.default_paths
         texts = [
             text
             for path in paths
@@ -273,12 +273,15 @@ class LexicalMirror:
         docs: list[LexicalDocument] = []
         found: set[str] = set()
         for chunk in _chunks(ids):
-            got = self.collection.get(ids=chunk, include=["documents", "metadatas"])
-            for item_id, document, meta in zip(got["ids"], got["documents"], got["metadatas"]):
-                if md.has_vectors(meta) and not md.expired(meta, now):
-                    docs.append(self.stored_document(item_id, document, meta))
+            got = self.collection.get(ids=chunk, include=["metadatas"])
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                record = md.record_of(meta)
+                if record is None:
+                    continue
+                if record.has_vectors and not md.expired(meta, now):
+                    docs.append(self.stored_document(item_id, meta))
                     found.add(item_id)
-                if meta.get(md.EXTRA_VECTORS):
+                if record.extra_vectors:
                     self.note_extras([namespace])
         if ids:
             logger.info(
@@ -289,18 +292,19 @@ class LexicalMirror:
     def _reconcile(self, namespace: Namespace | None, now: float) -> None:
         """Compare one namespace (or the whole collection) with Chroma and fix the index."""
         where = md.combine(md.namespace_clauses(namespace)) if namespace else None
-        wanted: dict[str, dict[str, str | None]] = {}
+        wanted: dict[str, dict[str, str]] = {}
         offset = 0
         while True:
             got = self.collection.get(
                 where=where, include=["metadatas"], limit=_SCAN_PAGE, offset=offset
             )
             for item_id, meta in zip(got["ids"], got["metadatas"]):
-                if md.ITEM_ID not in meta and md.has_vectors(meta) and not md.expired(meta, now):
-                    scope = self.scope(md.namespace_from_metadata(meta))
-                    wanted.setdefault(scope, {})[item_id] = meta.get(md.DIGEST)
-                    if meta.get(md.EXTRA_VECTORS):
-                        self.note_extras([md.namespace_from_metadata(meta)])
+                record = md.record_of(meta)
+                if record is not None and record.has_vectors and not md.expired(meta, now):
+                    namespace_of_item = md.namespace_from_metadata(meta)
+                    wanted.setdefault(self.scope(namespace_of_item), {})[item_id] = record.digest
+                    if record.extra_vectors:
+                        self.note_extras([namespace_of_item])
             if len(got["ids"]) < _SCAN_PAGE:
                 break
             offset += _SCAN_PAGE
@@ -310,7 +314,7 @@ class LexicalMirror:
             want = wanted.get(scope, {})
             have = self.index.digests(scope)
             stale = [i for i in have if i not in want]
-            missing = [i for i, digest in want.items() if digest is None or have.get(i) != digest]
+            missing = [i for i, digest in want.items() if have.get(i) != digest]
             if stale or missing:
                 self.index.mark_pending(scope, [*stale, *missing])
                 self._repair(scope, [*stale, *missing], now)

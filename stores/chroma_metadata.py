@@ -1,38 +1,103 @@
 """Pure translation between LangGraph store concepts and Chroma records.
 
-Namespaces are stored as one metadata field per prefix (`ns.p1` = `["users"]`, `ns.p2` =
-`["users", "alice"]`, ...) plus `ns.depth`, so matching is segment by segment (`("foo",)` never
-matches `("foobar",)`) and a prefix costs Chroma one equality condition. Top-level scalar fields of
-a value are copied into metadata (`v:<field>`) so that filters can be pushed down to Chroma's
-`where`; the pushed-down clause is always a superset, and `matches_filter` decides exactly.
+An item is one Chroma record whose metadata holds everything but its vectors. Chroma's writes
+cost per metadata field, and Chroma builds a trigram full-text index over every document, which
+engram never queries (its own BM25 index is the lexical channel). So a record has no document;
+its metadata holds:
+
+- `value`: the item's value as JSON;
+- `record`: every other fact about the item that only Python reads (key, timestamps, digest, ...;
+  `ItemRecord`), as one JSON field;
+- `ns.p1`, `ns.p2`, ...: the namespace's prefixes (`ns.p1` = `["users"]`, `ns.p2` =
+  `=["users", "alice"]`), the namespace itself marked with a leading `=`: matching is segment by
+  segment (`("foo",)` never matches `("foobar",)`), a prefix costs Chroma one `$in` condition and
+  an exact namespace one equality;
+- `v:<field>`: top-level scalar fields of the value, so that filters can be pushed down to
+  Chroma's `where`; the pushed-down clause is always a superset, and `matches_filter` decides
+  exactly;
+- `expires_at`, for items with a TTL (the sweeper selects by it).
+
+`engram.stores.chroma_upgrade` rewrites records of earlier layouts.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
-NS_DEPTH = "ns.depth"
-KEY = "key"
-CREATED_AT = "created_at"
-UPDATED_AT = "updated_at"
+VALUE = "value"
+RECORD = "record"
 EXPIRES_AT = "expires_at"
-TTL_MINUTES = "ttl_minutes"
 ITEM_ID = "item"
-INDEXED = "indexed"
-"""Written by earlier versions instead of `digest`; read by `has_vectors`."""
-EXTRA_VECTORS = "extra_vectors"
-DIGEST = "digest"
-"""Digest of what the item's vectors and BM25 document come from (`LexicalDocument.digest` of
-its indexed texts and context); present exactly when the item has vectors."""
-INDEX_PATHS = "index_paths"
-"""The put's own index fields as JSON, when they differ from the store's."""
+"""On an extra vector's record: the id of the item it belongs to."""
 VALUE_PREFIX = "v:"
 LONG_PREFIX = "v~"
+OWN_NAMESPACE = "="
+"""Leads the value of the prefix field that holds the record's whole namespace."""
 MAX_METADATA_STRING = 128
 RANGE_OPERATORS = {"$gt", "$gte", "$lt", "$lte"}
 OPERATORS = {"$eq", "$ne", *RANGE_OPERATORS}
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRecord:
+    """What an item record says about its item beyond its value, namespace and expiry.
+
+    Attributes:
+        key: The item's key.
+        created_at: When the item was first put (epoch seconds), kept across updates.
+        updated_at: When it was last put.
+        digest: Digest of what the item's vectors and BM25 document come from
+            (`LexicalDocument.digest` of its indexed texts and context); set exactly when the
+            item has vectors.
+        extra_vectors: How many vectors beyond the first (records `<item id>:<n>`).
+        index_paths: The put's own index fields, when they differ from the store's.
+        ttl_minutes: The item's time to live, to refresh its expiry on read.
+    """
+
+    key: str
+    created_at: float
+    updated_at: float
+    digest: str | None = None
+    extra_vectors: int = 0
+    index_paths: list[str] | None = None
+    ttl_minutes: float | None = None
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the item has real vectors (not a placeholder)."""
+        return self.digest is not None
+
+    def to_json(self) -> str:
+        fields: dict[str, Any] = {
+            "key": self.key,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+        if self.digest is not None:
+            fields["digest"] = self.digest
+        if self.extra_vectors:
+            fields["extra_vectors"] = self.extra_vectors
+        if self.index_paths is not None:
+            fields["index_paths"] = self.index_paths
+        if self.ttl_minutes is not None:
+            fields["ttl_minutes"] = self.ttl_minutes
+        return json.dumps(fields, ensure_ascii=False)
+
+
+def value_of(meta: dict[str, Any]) -> dict[str, Any]:
+    """The value of the item whose record's metadata this is."""
+    return json.loads(meta[VALUE])
+
+
+def record_of(meta: dict[str, Any] | None) -> ItemRecord | None:
+    """The `ItemRecord` in an item record's metadata; None for no metadata or an extra vector's."""
+    if not meta or RECORD not in meta:
+        return None
+    return ItemRecord(**json.loads(meta[RECORD]))
 
 
 def item_id(namespace: tuple[str, ...], key: str) -> str:
@@ -50,18 +115,22 @@ def encode_labels(labels: tuple[str, ...]) -> str:
     return json.dumps(list(labels), ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=4096)
 def namespace_metadata(namespace: tuple[str, ...]) -> dict[str, Any]:
-    """Every prefix of the namespace (itself included) as one field: a prefix match is one
-    equality condition, and `("foo",)` can never match `("foobar",)`."""
-    meta: dict[str, Any] = {NS_DEPTH: len(namespace)}
-    meta.update(
-        {prefix_field(d): encode_labels(namespace[:d]) for d in range(1, len(namespace) + 1)}
-    )
+    """Every prefix of the namespace as one field, the last (the namespace itself) marked: a
+    prefix match is one condition, and `("foo",)` can never match `("foobar",)`. Cached (a
+    batch's items share a few namespaces): copy it, never change it."""
+    depth = len(namespace)
+    meta: dict[str, Any] = {prefix_field(d): encode_labels(namespace[:d]) for d in range(1, depth)}
+    meta[prefix_field(depth)] = OWN_NAMESPACE + encode_labels(namespace)
     return meta
 
 
 def namespace_from_metadata(meta: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(json.loads(meta[prefix_field(int(meta[NS_DEPTH]))]))
+    depth = 1
+    while prefix_field(depth + 1) in meta:
+        depth += 1
+    return tuple(json.loads(meta[prefix_field(depth)][len(OWN_NAMESPACE) :]))
 
 
 def value_metadata(value: dict[str, Any]) -> dict[str, Any]:
@@ -89,12 +158,6 @@ def record_owner(record_id: str) -> str:
     return record_id.split(":", 1)[0]
 
 
-def has_vectors(meta: dict[str, Any]) -> bool:
-    """Whether the item has real vectors (not a placeholder); `indexed` is how records written
-    before `digest` existed say so."""
-    return bool(meta.get(DIGEST) or meta.get(INDEXED))
-
-
 def expired(meta: dict[str, Any], now: float) -> bool:
     """Whether the item whose metadata this is has outlived its TTL at `now` (epoch seconds)."""
     expires = meta.get(EXPIRES_AT)
@@ -103,12 +166,15 @@ def expired(meta: dict[str, Any], now: float) -> bool:
 
 def namespace_clauses(namespace: tuple[str, ...]) -> list[dict[str, Any]]:
     """Where clauses matching exactly `namespace` (not its children)."""
-    return [*prefix_clauses(namespace), {NS_DEPTH: len(namespace)}]
+    return [{prefix_field(len(namespace)): OWN_NAMESPACE + encode_labels(namespace)}]
 
 
 def prefix_clauses(prefix: tuple[str, ...]) -> list[dict[str, Any]]:
     """Where clauses matching every namespace that starts with `prefix` (no wildcards)."""
-    return [{prefix_field(len(prefix)): encode_labels(prefix)}] if prefix else []
+    if not prefix:
+        return []
+    labels = encode_labels(prefix)
+    return [{prefix_field(len(prefix)): {"$in": [labels, OWN_NAMESPACE + labels]}}]
 
 
 def literal_prefix(prefix: tuple[str, ...]) -> tuple[str, ...]:

@@ -63,9 +63,9 @@ class Plan:
         return [
             item_id
             for item_id, texts in self.texts.items()
-            if (meta := self.previous.get(item_id, {})).get(md.DIGEST)
-            == self.documents[item_id].digest
-            and 1 + int(meta.get(md.EXTRA_VECTORS, 0)) == len(texts)
+            if (record := md.record_of(self.previous.get(item_id))) is not None
+            and record.digest == self.documents[item_id].digest
+            and 1 + record.extra_vectors == len(texts)
         ]
 
 

@@ -46,15 +46,15 @@ def nearest(
     where: list[dict[str, Any]],
     now: float,
     read: bool = False,
-) -> tuple[dict[str, float], bool, dict[str, tuple[str, dict[str, Any]]]]:
+) -> tuple[dict[str, float], bool, dict[str, dict[str, Any]]]:
     """Similarity of the query to the items of the `n` nearest records under `prefix` (exactly
     `prefix` with `exact`) that pass the `where` clauses; an item scores by its best vector.
 
     Returns the similarities, whether the records ran out before `n`, and with `read` the
-    document and metadata of each item whose own record came back (one round trip instead of
+    metadata of each item whose own record came back (one round trip instead of
     a query and a get: worth it for a few results).
     """
-    include = ["distances", "documents", "metadatas"] if read else ["distances"]
+    include = ["distances", "metadatas"] if read else ["distances"]
     ids = None
     if mirror is not None and not where:  # ids and where together cost Chroma 1.5 seconds per
         ids = mirror.candidate_ids(prefix, exact=exact, now=now)  # 1000 ids: never both
@@ -86,10 +86,8 @@ def nearest(
         similarity[item_id] = max(1.0 - float(distance), similarity.get(item_id, -2.0))
     records = (
         {
-            record_id: (document, meta)
-            for record_id, document, meta in zip(
-                res["ids"][0], res["documents"][0], res["metadatas"][0]
-            )
+            record_id: meta
+            for record_id, meta in zip(res["ids"][0], res["metadatas"][0])
             if md.ITEM_ID not in meta and not md.expired(meta, now)
         }
         if read
@@ -157,7 +155,8 @@ def _similarities(
         records += [
             md.extra_id(i, n)
             for i, meta in zip(got["ids"], got["metadatas"])
-            for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
+            if (record := md.record_of(meta)) is not None
+            for n in range(1, record.extra_vectors + 1)
         ]
     query = np.asarray(query_vector, dtype=np.float64)
     query /= np.linalg.norm(query) or 1.0

@@ -1,7 +1,7 @@
 """How `ChromaStore` writes: puts and deletes as Chroma records, and the lexical index beside them.
 
-Each item is one record (the value as a JSON document, namespace, timestamps and top-level scalar
-fields as metadata) carrying its first vector; each further vector is a record of its own
+Each item is one record (its value, namespace, timestamps and top-level scalar fields as metadata:
+`engram.stores.chroma_metadata`) carrying its first vector; each further vector is a record of its own
 (`<item id>:<n>`) pointing back at the item. An item with nothing to embed carries a placeholder
 vector that is never scored. A put whose indexed texts did not change keeps its vectors (the plan
 read them before embedding). With a lexical index, the ids a write touches are journaled before
@@ -63,11 +63,10 @@ class ChromaWriter:
         ops = list(batch.puts.values())
         ids = [batch.ids[(op.namespace, op.key)] for op in ops]
         previous = batch.previous
+        records = {i: md.record_of(meta) for i, meta in previous.items()}
         writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
         counts = {
-            i: 1 + int(previous[i].get(md.EXTRA_VECTORS, 0))
-            if i in batch.reused
-            else len(vectors.get(i, ()))
+            i: 1 + records[i].extra_vectors if i in batch.reused else len(vectors.get(i, ()))
             for _, i in writes
         }
         documents = batch.documents
@@ -77,14 +76,9 @@ class ChromaWriter:
             )
             for op, i in writes
         ]
-        records = [
-            (
-                i,
-                json.dumps(op.value, ensure_ascii=False),
-                meta,
-                self._first_vector(i, batch, vectors),
-            )
-            for (op, i), meta in zip(writes, metadatas)
+        rows = [
+            (i, meta, self._first_vector(i, batch, vectors))
+            for (_, i), meta in zip(writes, metadatas)
         ]
         extra = [
             (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
@@ -94,22 +88,18 @@ class ChromaWriter:
         stale = [
             md.extra_id(i, n)
             for i in ids
-            for n in range(
-                max(counts.get(i, 0), 1), int(previous.get(i, {}).get(md.EXTRA_VECTORS, 0)) + 1
-            )
+            if (record := records.get(i)) is not None
+            for n in range(max(counts.get(i, 0), 1), record.extra_vectors + 1)
         ]
         deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
-        touched = [
-            (op.namespace, i)
-            for op, i in zip(ops, ids)
-            if i in documents or md.has_vectors(previous.get(i, {}))
-        ]
+        indexed = {i for i, record in records.items() if record is not None and record.has_vectors}
+        touched = [(op.namespace, i) for op, i in zip(ops, ids) if i in documents or i in indexed]
         if self.lexical is not None and extra:  # before the write: searches must know
             self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
         with self._journaled(touched):
-            for chunk in self._chunks(records, write_chunk):
-                ids_, docs, metas, embeddings = (list(col) for col in zip(*chunk))
-                self._upsert(ids=ids_, documents=docs, metadatas=metas, embeddings=embeddings)
+            for chunk in self._chunks(rows, write_chunk):
+                ids_, metas, embeddings = (list(col) for col in zip(*chunk))
+                self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
             for chunk in self._chunks(extra, write_chunk):
                 ids_, embeddings, metas = (list(col) for col in zip(*chunk))
                 self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
@@ -121,21 +111,23 @@ class ChromaWriter:
                 deletes=[
                     (op.namespace, i)
                     for op, i in zip(ops, ids)
-                    if i not in documents and md.has_vectors(previous.get(i, {}))
+                    if i not in documents and i in indexed
                 ],
             )
 
     def delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
         """Delete items, then their extra vectors (an orphan vector is never returned)."""
+        records = {i: md.record_of(meta) for i, meta in metadata_by_id.items()}
         extra = [
             md.extra_id(i, n)
-            for i, meta in metadata_by_id.items()
-            for n in range(1, int(meta.get(md.EXTRA_VECTORS, 0)) + 1)
+            for i, record in records.items()
+            if record is not None
+            for n in range(1, record.extra_vectors + 1)
         ]
         indexed = [
-            (md.namespace_from_metadata(meta), i)
-            for i, meta in metadata_by_id.items()
-            if md.has_vectors(meta)
+            (md.namespace_from_metadata(metadata_by_id[i]), i)
+            for i, record in records.items()
+            if record is not None and record.has_vectors
         ]
         with self._journaled(indexed):
             for chunk in self._chunks(list(metadata_by_id) + extra):
@@ -200,21 +192,24 @@ def _item_metadata(
     own_paths: list[str] | None,
     now: float,
 ) -> dict[str, Any]:
+    replaced = md.record_of(previous)
+    digest = document.digest if document is not None and vector_count else None
+    record = md.ItemRecord(
+        key=op.key,
+        created_at=replaced.created_at if replaced is not None else now,
+        updated_at=now,
+        digest=digest,
+        extra_vectors=vector_count - 1 if digest else 0,
+        index_paths=own_paths if digest else None,
+        ttl_minutes=float(op.ttl) if op.ttl is not None else None,
+    )
     meta: dict[str, Any] = {
         **md.namespace_metadata(op.namespace),
-        md.KEY: op.key,
-        md.CREATED_AT: (previous or {}).get(md.CREATED_AT, now),
-        md.UPDATED_AT: now,
+        md.VALUE: json.dumps(op.value, ensure_ascii=False),
+        md.RECORD: record.to_json(),
         **md.value_metadata(op.value or {}),
     }
-    if vector_count and document is not None:
-        meta[md.DIGEST] = document.digest
-        if vector_count > 1:
-            meta[md.EXTRA_VECTORS] = vector_count - 1
-        if own_paths is not None:
-            meta[md.INDEX_PATHS] = json.dumps(own_paths)
     if op.ttl is not None:
-        meta[md.TTL_MINUTES] = float(op.ttl)
         meta[md.EXPIRES_AT] = now + float(op.ttl) * 60
     for stale in set(previous or {}) - set(meta):
         meta[stale] = None  # Chroma merges metadata on upsert; None removes the old field

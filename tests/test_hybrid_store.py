@@ -58,7 +58,11 @@ def _hybrid(store: ChromaStore, query: str, **kw) -> list[tuple[str, float | Non
 
 def _agrees_with_chroma(store: ChromaStore) -> bool:
     got = store._items.get(include=["metadatas"])
-    indexed = {i for i, m in zip(got["ids"], got["metadatas"]) if md.has_vectors(m)}
+    indexed = {
+        i
+        for i, m in zip(got["ids"], got["metadatas"])
+        if (record := md.record_of(m)) is not None and record.has_vectors
+    }
     mirrored = set(store.lexical.index.ids(store.lexical.scope(NS)))
     return indexed == mirrored and not store.lexical.index.pending()
 
@@ -255,8 +259,9 @@ def test_items_written_before_the_digest_field_existed_are_searched_and_indexed(
         ids=[md.item_id(NS, "old")],
         documents=[json.dumps(value)],
         embeddings=[np.asarray(NGramEmbeddings().embed_query(value["content"]))],
-        metadatas=[{**md.namespace_metadata(NS), md.KEY: "old", md.CREATED_AT: 1.0,
-                    md.UPDATED_AT: 1.0, md.INDEXED: True, "v:content": value["content"]}],
+        metadatas=[{"ns.depth": 2, "ns.p1": '["memories"]', "ns.p2": '["memories", "ada"]',
+                    "key": "old", "created_at": 1.0, "updated_at": 1.0, "indexed": True,
+                    "v:content": value["content"]}],
     )
     store = ChromaStore(client, index=_index())
     _OPENED.append(store)

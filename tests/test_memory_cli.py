@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from engram.graph import Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
+from engram.stores import chroma_metadata as md
 from engram.stores.chroma import ChromaStore, make_store
 from engram.stores.lexical import LexicalIndex
 from engram.stores.memories import LongTermMemory, Memory
@@ -267,11 +268,7 @@ def _graph_turns(user: str, thread: str, texts: list[str]) -> None:
 def _records_of(store: ChromaStore, user: str) -> list[dict[str, Any]]:
     """Every raw Chroma record whose namespace has `user` as its second label."""
     got = store.client.get_collection(store.collection_name).get(include=["metadatas"])
-    return [
-        m
-        for m in got["metadatas"]
-        if m.get("ns.p2") is not None and json.loads(m["ns.p2"])[1] == user
-    ]
+    return [m for m in got["metadatas"] if md.namespace_from_metadata(m)[1:2] == (user,)]
 
 
 def test_delete_all_removes_everything_of_a_user_and_nothing_else(data):
@@ -293,7 +290,7 @@ def test_delete_all_removes_everything_of_a_user_and_nothing_else(data):
     alice_scopes = [s for s in lexical.scopes() if s.split("/", 1)[1].split(".")[1:2] == ["alice"]]
     bob_documents = {s: lexical.digests(s) for s in lexical.scopes() if ".bob" in s}
     assert len(alice_scopes) == 2 and bob_documents  # memories and episodes of each
-    kinds = {json.loads(m["ns.p1"])[0] for m in alice_before}
+    kinds = {md.namespace_from_metadata(m)[0] for m in alice_before}
     assert {"memories", "memory_hashes", "episodes", "threads"} <= kinds  # the turns made them all
     assert sorted(cli("stats", "-u", "alice", "--json")["namespaces"]) == sorted(kinds)
 
