@@ -1,8 +1,9 @@
 """`ChromaStore`: a LangGraph `BaseStore` over Chroma (embedded, in-memory or a server).
 
 Each item is one record of the collection `<collection>` (its value, namespace, timestamps and
-top-level scalar fields as metadata: `engram.stores.chroma_metadata`) carrying its first vector; each
-further vector is a record `<item id>:<n>` of the same collection (`engram.stores.chroma_write`).
+top-level scalar fields as metadata: `engram.stores.chroma_metadata`) carrying its first vector;
+each further vector is a record `<item id>:<n>` of the same collection
+(`engram.stores.chroma_write`).
 A BM25 index beside the collection mirrors the embedded texts and answers the lexical half of
 `HybridSearchOp` (`engram.stores.chroma_lexical`, `engram.stores.chroma_search`). Only
 `batch`/`abatch` are implemented: every public method of `BaseStore` builds ops and calls them.

@@ -1,11 +1,12 @@
 """How `ChromaStore` writes: puts and deletes as Chroma records, and the lexical index beside them.
 
-Each item is one record (its value, namespace, timestamps and top-level scalar fields as metadata:
-`engram.stores.chroma_metadata`) carrying its first vector; each further vector is a record of its own
-(`<item id>:<n>`) pointing back at the item. An item with nothing to embed carries a placeholder
-vector that is never scored. A put whose indexed texts did not change keeps its vectors (the plan
-read them before embedding). With a lexical index, the ids a write touches are journaled before
-Chroma is written and the index is written after (`engram.stores.chroma_lexical`).
+Each item is one record (its value, namespace, timestamps and top-level scalar fields as
+metadata: `engram.stores.chroma_metadata`) carrying its first vector; each further vector is a
+record of its own (`<item id>:<n>`) pointing back at the item. An item with nothing to embed
+carries a placeholder vector that is never scored. A put whose indexed texts did not change keeps
+its vectors (the plan read them before embedding). With a lexical index, the ids a write touches
+are journaled before Chroma is written and the index is written after
+(`engram.stores.chroma_lexical`).
 """
 
 from __future__ import annotations
