@@ -8,7 +8,10 @@ Chroma to index: the value moves into metadata (the document is emptied), those 
 JSON field (`chroma_metadata.ItemRecord`), and the namespace is marked instead of its depth stored.
 
 Records are rewritten a page at a time, each page by one Chroma update that keeps their vectors,
-so an upgrade that is interrupted loses nothing and goes on the next time a store opens.
+so an upgrade that is interrupted loses nothing and goes on the next time a store opens. A page
+read before another process rewrote and then updated the same items would put their old values
+back: on a Chroma server several machines share, open one store (which upgrades) before the
+others start writing.
 """
 
 from __future__ import annotations
