@@ -86,6 +86,12 @@ class ChromaWriter:
             for (_, i), meta in zip(writes, metadatas)
             for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
         ]
+        kept_extra = [  # vectors kept, but their copies of the value's fields must follow it
+            (md.extra_id(i, n), {**_searchable(meta), md.ITEM_ID: i})
+            for (_, i), meta in zip(writes, metadatas)
+            if i in batch.reused
+            for n in range(1, counts[i])
+        ]
         stale = [
             md.extra_id(i, n)
             for i in ids
@@ -104,6 +110,9 @@ class ChromaWriter:
             for chunk in self._chunks(extra, write_chunk):
                 ids_, embeddings, metas = (list(col) for col in zip(*chunk))
                 self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
+            for chunk in self._chunks(kept_extra, write_chunk):
+                ids_, metas = (list(col) for col in zip(*chunk))
+                self.collection.update(ids=ids_, metadatas=metas)
             for chunk in self._chunks(deleted + stale):
                 self.collection.delete(ids=chunk)
         if self.lexical is not None:  # every written document, even an unchanged one: the
@@ -218,9 +227,6 @@ def _item_metadata(
 
 
 def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
-    """The metadata an extra vector copies from its item, so the same `where` selects both."""
-    return {
-        k: v
-        for k, v in meta.items()
-        if v is not None and (k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX)))
-    }
+    """The metadata an extra vector copies from its item, so the same `where` selects both
+    (with the item's None values, which remove fields the item no longer has)."""
+    return {k: v for k, v in meta.items() if k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX))}

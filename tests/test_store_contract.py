@@ -323,6 +323,16 @@ def test_best_vector_per_item_scores_and_items_are_not_repeated(make_store, mode
     assert results[0].score == pytest.approx(results[1].score, abs=1e-5)
 
 
+def test_a_reput_with_the_same_texts_is_filtered_by_its_new_fields_on_every_vector(make_store, mode):
+    api = Api(make_store(index=True), mode)
+    value = {"text": ["tax return forms", "dark mode editor theme"], "status": "active"}
+    api.put(("docs",), "multi", value, index=["text[*]"])
+    api.put(("docs",), "multi", {**value, "status": "done"}, index=["text[*]"])  # same texts
+    [hit] = api.search(("docs",), query="dark mode editor theme", filter={"status": "done"})
+    assert hit.score == pytest.approx(1.0, abs=1e-5)  # its second vector, filtered as the item
+    assert api.search(("docs",), query="dark mode editor theme", filter={"status": "active"}) == []
+
+
 def test_reput_replaces_old_vectors(make_store, mode):
     api = Api(make_store(index=True), mode)
     api.put(("docs",), "k", {"text": "alpha beta gamma"})
