@@ -56,6 +56,8 @@ class ItemRecord:
         extra_vectors: How many vectors beyond the first (records `<item id>:<n>`).
         index_paths: The put's own index fields, when they differ from the store's.
         ttl_minutes: The item's time to live, to refresh its expiry on read.
+        legacy_document: The record still has the document an earlier layout wrote (the value
+            then, and still); the next put empties it (`engram.stores.chroma_upgrade`).
     """
 
     key: str
@@ -65,6 +67,7 @@ class ItemRecord:
     extra_vectors: int = 0
     index_paths: list[str] | None = None
     ttl_minutes: float | None = None
+    legacy_document: bool = False
 
     @property
     def has_vectors(self) -> bool:
@@ -85,6 +88,8 @@ class ItemRecord:
             fields["index_paths"] = self.index_paths
         if self.ttl_minutes is not None:
             fields["ttl_minutes"] = self.ttl_minutes
+        if self.legacy_document:
+            fields["legacy_document"] = True
         return json.dumps(fields, ensure_ascii=False)
 
 

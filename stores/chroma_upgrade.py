@@ -4,14 +4,17 @@ Layout 1 (engram until November 2026) kept the value as the record's document, s
 namespace's depth (`ns.depth`) beside its prefixes and the whole namespace unmarked, and the key,
 timestamps, digest (or, before digests, `indexed`), extra vector count, index paths and TTL as
 metadata fields of their own. Layout 2 (`engram.stores.chroma_metadata`) writes far less for
-Chroma to index: the value moves into metadata (the document is emptied), those facts into one
-JSON field (`chroma_metadata.ItemRecord`), and the namespace is marked instead of its depth stored.
+Chroma to index: no document (the value is metadata), those facts in one JSON field
+(`chroma_metadata.ItemRecord`), and the namespace marked instead of its depth stored.
 
-Records are rewritten a page at a time, each page by one Chroma update that gives their vectors
-back unchanged (Chroma re-indexes them: about 3.5 s per 1,000 records on a 2-core machine), so an upgrade that is interrupted loses nothing and goes on the next time a store opens. A page
-read before another process rewrote and then updated the same items would put their old values
-back: on a Chroma server several machines share, open one store (which upgrades) before the
-others start writing.
+The upgrade rewrites metadata only, a page of records at a time, each page in one Chroma update,
+so an upgrade that is interrupted loses nothing and goes on the next time a store opens. It
+leaves the documents: emptying one takes giving Chroma the record's vector again, which Chroma
+re-indexes (about 25 times slower). An old document holds the value the item has until its next
+put, and that put empties it (`ItemRecord.legacy_document`), so no outdated value stays behind.
+A page read before another process rewrote and then updated the same items would put their old
+values back: on a Chroma server several machines share, open one store (which upgrades) before
+the others start writing.
 """
 
 from __future__ import annotations
@@ -52,22 +55,17 @@ def upgrade(collection: Collection, page: int) -> int:
     upgraded = 0
     while True:
         got = collection.get(
-            where={DEPTH: {"$gte": 0}},
-            include=["metadatas", "documents", "embeddings"],
-            limit=page,
+            where={DEPTH: {"$gte": 0}}, include=["metadatas", "documents"], limit=page
         )
         if not got["ids"]:
             break
         if not upgraded:
-            logger.warning(
-                "collection %r holds records of an earlier engram layout: upgrading them "
-                "(once; about 3.5 s per 1,000 records)",
+            logger.info(
+                "collection %r holds records of an earlier engram layout: upgrading them",
                 collection.name,
             )
         collection.update(
             ids=got["ids"],
-            embeddings=got["embeddings"],  # given, so that Chroma does not embed the documents
-            documents=[""] * len(got["ids"]),
             metadatas=[
                 upgraded_metadata(meta, document)
                 for meta, document in zip(got["metadatas"], got["documents"])
@@ -102,6 +100,7 @@ def upgraded_metadata(meta: dict[str, Any], document: str | None) -> dict[str, A
         extra_vectors=int(meta.get("extra_vectors") or 0),
         index_paths=json.loads(paths) if paths else None,
         ttl_minutes=float(meta["ttl_minutes"]) if meta.get("ttl_minutes") is not None else None,
+        legacy_document=bool(document),
     )
     update[md.RECORD] = record.to_json()
     update[md.VALUE] = document

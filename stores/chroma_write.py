@@ -81,6 +81,7 @@ class ChromaWriter:
             (i, meta, self._first_vector(i, batch, vectors))
             for (_, i), meta in zip(writes, metadatas)
         ]
+        legacy = {i for i, record in records.items() if record and record.legacy_document}
         extra = [
             (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
             for (_, i), meta in zip(writes, metadatas)
@@ -104,9 +105,14 @@ class ChromaWriter:
         if self.lexical is not None and extra:  # before the write: searches must know
             self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
         with self._journaled(touched):
-            for chunk in self._chunks(rows, write_chunk):
+            for chunk in self._chunks([row for row in rows if row[0] not in legacy], write_chunk):
                 ids_, metas, embeddings = (list(col) for col in zip(*chunk))
                 self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
+            for chunk in self._chunks([row for row in rows if row[0] in legacy], write_chunk):
+                ids_, metas, embeddings = (list(col) for col in zip(*chunk))
+                self._upsert(  # their old documents hold the value they replace: emptied
+                    ids=ids_, metadatas=metas, embeddings=embeddings, documents=[""] * len(ids_)
+                )
             for chunk in self._chunks(extra, write_chunk):
                 ids_, embeddings, metas = (list(col) for col in zip(*chunk))
                 self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)

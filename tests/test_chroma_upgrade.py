@@ -125,8 +125,11 @@ def test_opening_an_old_folder_upgrades_every_record(old_folder):
     got = store._items.get(include=["metadatas", "documents"])
     assert len(got["ids"]) == 9  # 8 items and the extra vector of "stack"
     assert all(chroma_upgrade.DEPTH not in meta for meta in got["metadatas"])
-    assert all(not doc for doc in got["documents"])  # the values moved into metadata
     assert all("key" not in meta and "created_at" not in meta for meta in got["metadatas"])
+    for meta, document in zip(got["metadatas"], got["documents"]):
+        if md.ITEM_ID not in meta:  # the value moved into metadata; the old document is the same
+            assert json.loads(document) == md.value_of(meta)
+            assert md.record_of(meta).legacy_document
     assert chroma_upgrade.upgrade(store._items, page=100) == 0  # nothing left to do
     store.close()
 
@@ -165,6 +168,10 @@ def test_upgraded_items_keep_their_creation_time_and_ttl(old_folder):
     store.put(("memories", "ada"), "editor", {"content": "Ada prefers light mode now"})
     editor = store.get(("memories", "ada"), "editor")
     assert editor.created_at == _stamp(1000.0) and editor.updated_at > _stamp(3000.0)
+    got = store._items.get(include=["documents"])
+    documents = dict(zip(got["ids"], got["documents"]))
+    assert not documents[md.item_id(("memories", "ada"), "editor")]  # the outdated value is gone
+    assert "Nuxt" in documents[md.item_id(("memories", "ada"), "stack")]  # unchanged item: kept
     assert store.search(("memories", "ada"), query="light mode", limit=1)[0].key == "editor"
     assert store.sweep_ttl() == 1  # "expired", and not "session", whose TTL has not run out
     assert store.get(("memories", "ada"), "session") is not None
@@ -176,11 +183,9 @@ def test_upgraded_items_keep_their_creation_time_and_ttl(old_folder):
 
 def test_an_interrupted_upgrade_goes_on_where_it_stopped(old_folder):
     raw = chromadb.PersistentClient(str(old_folder)).get_collection("engram")
-    part = raw.get(limit=3, include=["metadatas", "documents", "embeddings"])
+    part = raw.get(limit=3, include=["metadatas", "documents"])
     raw.update(  # what a first page of an upgrade that then stopped would have written
         ids=part["ids"],
-        embeddings=part["embeddings"],
-        documents=[""] * 3,
         metadatas=[chroma_upgrade.upgraded_metadata(m, d)
                    for m, d in zip(part["metadatas"], part["documents"])],
     )
