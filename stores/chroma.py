@@ -512,7 +512,7 @@ def _timestamp(value: float) -> datetime:
 def _record(meta: dict[str, Any]) -> md.ItemRecord:
     record = md.record_of(meta)
     if record is None:
-        raise ValueError(f"a Chroma record without engram's {md.RECORD!r} field: {meta}")
+        raise ValueError(f"Chroma record with metadata {meta}: {md.FOREIGN_RECORD}")
     return record
 
 

@@ -131,11 +131,21 @@ def namespace_metadata(namespace: tuple[str, ...]) -> dict[str, Any]:
     return meta
 
 
+FOREIGN_RECORD = (
+    "not a record of this engram's layout (written by an earlier engram version after the "
+    "collection was upgraded, or by another program): reopen the store, which upgrades earlier "
+    "engram records, and keep other programs out of engram's collection"
+)
+
+
 def namespace_from_metadata(meta: dict[str, Any]) -> tuple[str, ...]:
     depth = 1
     while prefix_field(depth + 1) in meta:
         depth += 1
-    return tuple(json.loads(meta[prefix_field(depth)][len(OWN_NAMESPACE) :]))
+    own = meta.get(prefix_field(depth))
+    if not isinstance(own, str) or not own.startswith(OWN_NAMESPACE):
+        raise ValueError(f"Chroma record with metadata {meta}: {FOREIGN_RECORD}")
+    return tuple(json.loads(own[len(OWN_NAMESPACE) :]))
 
 
 def value_metadata(value: dict[str, Any]) -> dict[str, Any]:

@@ -194,3 +194,15 @@ def test_an_interrupted_upgrade_goes_on_where_it_stopped(old_folder):
     assert len(store.search(("memories", "ada"), limit=10)) == 5
     assert store.get(("memories", "ada"), "editor").updated_at == _stamp(3000.0)
     store.close()
+
+
+def test_a_record_written_in_the_old_layout_after_the_upgrade_gets_a_clear_error(old_folder):
+    store = _open(old_folder)
+    _layout1(store._items, ("memories", "ada"), "late", {"content": "written by an old engram"},
+             texts=["written by an old engram"], created=5.0, updated=5.0)
+    with pytest.raises(ValueError, match="reopen the store"):
+        store.list_namespaces()
+    store.close()
+    reopened = _open(old_folder)  # which upgrades it
+    assert reopened.get(("memories", "ada"), "late").value == {"content": "written by an old engram"}
+    reopened.close()
