@@ -140,6 +140,15 @@ async def _remember(state: _State, runtime: Runtime[_Ctx]) -> dict:
     return {"found": [hit.value["text"] for hit in hits]}
 
 
+def test_records_have_no_document_for_chroma_to_full_text_index():
+    store = ChromaStore(chromadb.EphemeralClient(), collection=f"c-{uuid.uuid4().hex[:8]}",
+                        index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["text[*]"]})
+    store.put(("users", "alice"), "pref", {"text": ["prefers dark mode", "uses vim"], "n": 1})
+    got = store._items.get(include=["documents", "metadatas"])
+    assert len(got["ids"]) == 2 and got["documents"] == [None, None]  # the item and its 2nd vector
+    assert store.get(("users", "alice"), "pref").value == {"text": ["prefers dark mode", "uses vim"], "n": 1}
+
+
 def test_a_compiled_graph_writes_and_searches_through_runtime_store():
     store = ChromaStore(
         chromadb.EphemeralClient(),
