@@ -141,6 +141,7 @@ class ChromaStore(BaseStore):
             dims=(index or {}).get("dims"),
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
+            sole_writer=not client.get_settings().chroma_server_host,
         )
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None

@@ -14,6 +14,7 @@ from pathlib import Path
 import chromadb
 import pytest
 from langgraph.graph import START, StateGraph
+from langgraph.store.base import PutOp
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
@@ -147,6 +148,33 @@ def test_records_have_no_document_for_chroma_to_full_text_index():
     got = store._items.get(include=["documents", "metadatas"])
     assert len(got["ids"]) == 2 and got["documents"] == [None, None]  # the item and its 2nd vector
     assert store.get(("users", "alice"), "pref").value == {"text": ["prefers dark mode", "uses vim"], "n": 1}
+
+
+def test_a_put_that_keeps_vectors_writes_them_again_if_another_writer_changed_them():
+    client = chromadb.EphemeralClient()
+    name = f"c-{uuid.uuid4().hex[:8]}"
+    other = ChromaStore(client, collection=name, lexical=False,
+                        index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["text"]})
+
+    class Interleaving(NGramEmbeddings):
+        """While this store embeds its batch, the other store puts new text under "x"."""
+
+        def embed_documents(self, texts):
+            if "trigger" in texts:
+                other.put(("docs",), "x", {"text": "tax return forms"})
+            return super().embed_documents(texts)
+
+    store = ChromaStore(client, collection=name, lexical=False,
+                        index={"dims": 256, "embed": Interleaving(), "fields": ["text"]})
+    store.put(("docs",), "x", {"text": "dark mode editor", "v": 1})
+    store.batch([PutOp(("docs",), "x", {"text": "dark mode editor", "v": 2}),  # same text: kept
+                 PutOp(("docs",), "y", {"text": "trigger"})])
+    assert store.get(("docs",), "x").value == {"text": "dark mode editor", "v": 2}  # last put
+    [hit] = store.search(("docs",), query="dark mode editor", filter={"v": 2})
+    assert hit.score == pytest.approx(1.0, abs=1e-5)  # its vector is its text's, not the other's
+    store.put(("docs",), "x", {"text": "dark mode editor", "v": 3})  # kept, nobody interleaving
+    [hit] = store.search(("docs",), query="dark mode editor", filter={"v": 3})
+    assert hit.score == pytest.approx(1.0, abs=1e-5)
 
 
 def test_a_compiled_graph_writes_and_searches_through_runtime_store():
