@@ -141,7 +141,6 @@ class ChromaStore(BaseStore):
             dims=(index or {}).get("dims"),
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
-            sole_writer=not client.get_settings().chroma_server_host,
         )
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
@@ -227,11 +226,11 @@ class ChromaStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every expired item and its vectors; returns how many items were deleted."""
-        expired = self._items.get(
-            where={md.EXPIRES_AT: {"$lt": time.time()}}, include=["metadatas"]
-        )
-        self._writer.delete_items(dict(zip(expired["ids"], expired["metadatas"])))
-        return len(expired["ids"])
+        now = time.time()
+        expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
+        if not expired["ids"]:
+            return 0
+        return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""

@@ -12,7 +12,6 @@ are journaled before Chroma is written and the index is written after
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -37,9 +36,6 @@ class ChromaWriter:
         dims: The index's vector size (placeholders need it); None without an index.
         default_paths: The store's index fields (a put naming others records them).
         max_batch: The client's largest write.
-        sole_writer: Whether this process is the collection's only writer (an embedded or
-            in-memory client). Then a put that keeps an item's vectors rewrites only its
-            metadata, which spares Chroma re-indexing the same vector (several times slower).
     """
 
     def __init__(
@@ -50,17 +46,12 @@ class ChromaWriter:
         dims: int | None,
         default_paths: list[str],
         max_batch: int,
-        sole_writer: bool = False,
     ) -> None:
         self.collection = collection
         self.lexical = lexical
         self.dims = dims
         self.default_paths = default_paths
         self.max_batch = max_batch
-        self.sole_writer = sole_writer
-        self._lock = threading.Lock()
-        """One write at a time (Chroma's writes hold the GIL anyway): what a write re-reads
-        stays true until it is written."""
 
     def apply_puts(
         self,
@@ -70,16 +61,6 @@ class ChromaWriter:
         write_chunk: int | None = None,
     ) -> None:
         """Write the batch's puts: items, their vectors, deletions, then the lexical index."""
-        with self._lock:
-            self._apply_puts(batch, vectors, now, write_chunk)
-
-    def _apply_puts(
-        self,
-        batch: Plan,
-        vectors: dict[str, list[list[float]]],
-        now: float,
-        write_chunk: int | None,
-    ) -> None:
         ops = list(batch.puts.values())
         ids = [batch.ids[(op.namespace, op.key)] for op in ops]
         previous = batch.previous
@@ -101,7 +82,6 @@ class ChromaWriter:
             for (_, i), meta in zip(writes, metadatas)
         ]
         legacy = {i for i, record in records.items() if record and record.legacy_document}
-        same_vectors = self._still_reusable(batch, records) - legacy
         extra = [
             (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
             for (_, i), meta in zip(writes, metadatas)
@@ -125,11 +105,7 @@ class ChromaWriter:
         if self.lexical is not None and extra:  # before the write: searches must know
             self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
         with self._journaled(touched):
-            for chunk in self._chunks([row for row in rows if row[0] in same_vectors], write_chunk):
-                ids_, metas, _ = (list(col) for col in zip(*chunk))
-                self.collection.update(ids=ids_, metadatas=metas)
-            fresh = [row for row in rows if row[0] not in legacy and row[0] not in same_vectors]
-            for chunk in self._chunks(fresh, write_chunk):
+            for chunk in self._chunks([row for row in rows if row[0] not in legacy], write_chunk):
                 ids_, metas, embeddings = (list(col) for col in zip(*chunk))
                 self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
             for chunk in self._chunks([row for row in rows if row[0] in legacy], write_chunk):
@@ -155,46 +131,40 @@ class ChromaWriter:
                 ],
             )
 
-    def delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
-        """Delete items, then their extra vectors (an orphan vector is never returned)."""
-        with self._lock:
-            self._delete_items(metadata_by_id)
+    def delete_expired(self, now: float, metadata_by_id: dict[str, dict[str, Any]]) -> int:
+        """Delete the items read as expired at `now` (their metadata) that still are, then the
+        extra vectors of those deleted (an orphan vector is never returned); returns how many.
 
-    def _delete_items(self, metadata_by_id: dict[str, dict[str, Any]]) -> None:
-        records = {i: md.record_of(meta) for i, meta in metadata_by_id.items()}
-        extra = [
-            md.extra_id(i, n)
-            for i, record in records.items()
-            if record is not None
-            for n in range(1, record.extra_vectors + 1)
-        ]
-        indexed = [
-            (md.namespace_from_metadata(metadata_by_id[i]), i)
-            for i, record in records.items()
-            if record is not None and record.has_vectors
-        ]
-        with self._journaled(indexed):
-            for chunk in self._chunks(list(metadata_by_id) + extra):
+        A put since the read may have renewed an item: Chroma itself deletes by `expires_at`,
+        and an item still there afterwards keeps its vectors (its BM25 document, journaled, is
+        re-read from Chroma before its namespace is next searched).
+        """
+        indexed = {
+            i: md.namespace_from_metadata(meta)
+            for i, meta in metadata_by_id.items()
+            if (record := md.record_of(meta)) is not None and record.has_vectors
+        }
+        with self._journaled([(namespace, i) for i, namespace in indexed.items()]):
+            self.collection.delete(where={md.EXPIRES_AT: {"$lt": now}})
+            renewed = {
+                i
+                for chunk in self._chunks(list(metadata_by_id))
+                for i in self.collection.get(ids=chunk, include=[])["ids"]
+            }
+            gone = [i for i in metadata_by_id if i not in renewed]
+            extra = [
+                md.extra_id(i, n)
+                for i in gone
+                if (record := md.record_of(metadata_by_id[i])) is not None
+                for n in range(1, record.extra_vectors + 1)
+            ]
+            for chunk in self._chunks(extra):
                 self.collection.delete(ids=chunk)
         if self.lexical is not None:
-            self.lexical.apply([], indexed)
+            self.lexical.apply([], [(indexed[i], i) for i in gone if i in indexed])
+        return len(gone)
 
     # -- private ------------------------------------------------------------------------------
-
-    def _still_reusable(self, batch: Plan, records: dict[str, md.ItemRecord | None]) -> set[str]:
-        """Items whose kept vectors are still the stored ones (re-read: another thread or
-        process may have put new texts since the plan read them): only their metadata needs
-        writing. None when other processes may write (a Chroma server)."""
-        if not self.sole_writer or not batch.reused:
-            return set()
-        got = self.collection.get(ids=list(batch.reused), include=["metadatas"])
-        return {
-            i
-            for i, meta in zip(got["ids"], got["metadatas"])
-            if (now_record := md.record_of(meta)) is not None
-            and (then := records.get(i)) is not None
-            and (now_record.digest, now_record.extra_vectors) == (then.digest, then.extra_vectors)
-        }
 
     def _journaled(
         self, entries: list[tuple[tuple[str, ...], str]]

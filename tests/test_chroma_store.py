@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +176,28 @@ def test_a_put_that_keeps_vectors_writes_them_again_if_another_writer_changed_th
     store.put(("docs",), "x", {"text": "dark mode editor", "v": 3})  # kept, nobody interleaving
     [hit] = store.search(("docs",), query="dark mode editor", filter={"v": 3})
     assert hit.score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_ttl_sweep_spares_an_item_put_again_after_it_read_the_expired_ones():
+    store = ChromaStore(chromadb.EphemeralClient(), collection=f"c-{uuid.uuid4().hex[:8]}",
+                        index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["text[*]"]})
+    store.put(("docs",), "renewed", {"text": ["dark mode editor", "tax forms"]}, ttl=0.001)
+    store.put(("docs",), "gone", {"text": ["coffee and tea", "green tea"]}, ttl=0.001)
+    time.sleep(0.1)  # both expired
+    delete_expired = store._writer.delete_expired
+
+    def put_in_between(now, metadata_by_id):
+        assert len(metadata_by_id) == 2  # read as expired; then renewed before the delete
+        store.put(("docs",), "renewed", {"text": ["dark mode editor", "tax forms"]}, ttl=60)
+        return delete_expired(now, metadata_by_id)
+
+    store._writer.delete_expired = put_in_between
+    assert store.sweep_ttl() == 1
+    assert store.get(("docs",), "gone") is None
+    assert store.get(("docs",), "renewed").value == {"text": ["dark mode editor", "tax forms"]}
+    [hit] = store.search(("docs",), query="tax forms")
+    assert hit.key == "renewed" and hit.score == pytest.approx(1.0, abs=1e-5)  # 2nd vector kept
+    assert store._items.count() == 2  # "renewed" and its second vector; nothing of "gone"
 
 
 def test_a_compiled_graph_writes_and_searches_through_runtime_store():

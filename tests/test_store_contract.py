@@ -333,6 +333,19 @@ def test_a_reput_with_the_same_texts_is_filtered_by_its_new_fields_on_every_vect
     assert api.search(("docs",), query="dark mode editor theme", filter={"status": "active"}) == []
 
 
+def test_a_rare_filter_finds_the_best_matching_items_beyond_the_nearest_ones(make_store, mode):
+    api = Api(make_store(index=True), mode)
+    texts = {f"k{i}": f"note {i} on topic {i % 7} and colour {i % 5}" for i in range(120)}
+    rare = {k for k in texts if int(k[1:]) % 40 == 0}  # 3 of 120: not among the nearest few
+    for key, text in texts.items():
+        api.put(("docs",), key, {"text": text, "rare": key in rare})
+    emb = NGramEmbeddings()
+    query = "note on topic 3 and colour 2"
+    expected = sorted(rare, key=lambda k: -_cosine(emb.embed_query(query), emb.embed_query(texts[k])))
+    found = api.search(("docs",), query=query, filter={"rare": True}, limit=2, offset=1)
+    assert [r.key for r in found] == expected[1:3]
+
+
 def test_reput_replaces_old_vectors(make_store, mode):
     api = Api(make_store(index=True), mode)
     api.put(("docs",), "k", {"text": "alpha beta gamma"})
