@@ -3,7 +3,8 @@ delete everything of a user. Registered on `engram.graph.memory_cli.app`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 import typer
 from rich.markup import escape as esc
@@ -27,6 +28,8 @@ from engram.stores.memories import LongTermMemory
 from engram.stores.memory_types import Category, MemoryCandidate
 from engram.stores.steps import run_steps
 from engram.stores.user_data import delete_user, stats_steps
+
+T = TypeVar("T")
 
 
 @command
@@ -105,11 +108,7 @@ def forget(
 ) -> None:
     """Forget a memory: no longer recalled, kept and restorable."""
     user_id = user or DEFAULT_USER
-    with open_backend(data) as backend:
-        found = resolve_id(backend, user_id, memory_id)
-        memory = LongTermMemory(backend.store).forget(user_id, found.id)
-    if memory is None:
-        raise _deleted_meanwhile(found.id)
+    memory = _change(data, user_id, memory_id, LongTermMemory.forget)
     if as_json:
         print_json(memory.to_value())
         return
@@ -129,11 +128,7 @@ def restore(
 ) -> None:
     """Undo forgetting or maintenance (importance, compression) on a memory."""
     user_id = user or DEFAULT_USER
-    with open_backend(data) as backend:
-        found = resolve_id(backend, user_id, memory_id)
-        result = LongTermMemory(backend.store).restore(user_id, found.id)
-    if result is None:
-        raise _deleted_meanwhile(found.id)
+    result = _change(data, user_id, memory_id, LongTermMemory.restore)
     if as_json:
         print_json(
             {
@@ -220,6 +215,20 @@ def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> 
         )
 
 
-def _deleted_meanwhile(memory_id: str) -> CliError:
-    """The error for a memory found by its id and gone when the command wrote to it."""
-    return CliError(f"memory {memory_id} was deleted while this command ran; nothing changed")
+def _change(
+    data: str | None,
+    user_id: str,
+    memory_id: str,
+    change: Callable[[LongTermMemory, str, str], T | None],
+) -> T:
+    """Find the user's memory by its id (or a unique prefix) and apply `change` to it.
+
+    Raises:
+        CliError: No such memory, or it was deleted while the command ran (nothing changed).
+    """
+    with open_backend(data) as backend:
+        found = resolve_id(backend, user_id, memory_id)
+        result = change(LongTermMemory(backend.store), user_id, found.id)
+    if result is None:
+        raise CliError(f"memory {found.id} was deleted while this command ran; nothing changed")
+    return result
