@@ -73,7 +73,13 @@ class ChromaWriter:
         documents = batch.documents
         metadatas = [
             _item_metadata(
-                op, previous.get(i), counts[i], documents.get(i), self._own_paths(op), now
+                op,
+                previous.get(i),
+                records.get(i),
+                counts[i],
+                documents.get(i),
+                self._own_paths(op),
+                now,
             )
             for op, i in writes
         ]
@@ -216,12 +222,14 @@ class ChromaWriter:
 def _item_metadata(
     op: PutOp,
     previous: dict[str, Any] | None,
+    replaced: md.ItemRecord | None,
     vector_count: int,
     document: LexicalDocument | None,
     own_paths: list[str] | None,
     now: float,
 ) -> dict[str, Any]:
-    replaced = md.record_of(previous)
+    """The metadata of a put's item record; `previous` is the metadata it replaces (its fields
+    that the put no longer has are removed) and `replaced` that metadata's `ItemRecord`."""
     digest = document.digest if document is not None and vector_count else None
     record = md.ItemRecord(
         key=op.key,
