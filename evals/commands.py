@@ -88,7 +88,7 @@ def load_embeddings() -> Embeddings:
     Raises:
         EvalSetupError: The model files are not found (the message says where it looked).
     """
-    from engram.stores.chroma import default_index
+    from engram.stores.chroma.store import default_index
     from engram.stores.embeddings import EmbeddingModelNotFoundError
 
     try:

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from engram.evals.metrics import normalize
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engram.evals.metrics import normalize
 
 Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
 """The long-term memory categories (DESIGN.md, "Long-term memories")."""

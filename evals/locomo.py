@@ -37,10 +37,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from engram.nodes.compact import EPISODE_CONTEXT_MESSAGES, episode_ops
 from engram.nodes.transcript import TIMESTAMP_KEY
-from engram.stores.chroma import ChromaStore
-from engram.stores.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
-from engram.stores.lexical import LexicalIndex, Tokenizer
-from engram.stores.memories import LongTermMemory
+from engram.stores.chroma.store import ChromaStore
+from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
+from engram.stores.lexical.index import LexicalIndex, Tokenizer
+from engram.stores.memory.long_term import LongTermMemory
 
 logger = logging.getLogger(__name__)
 

@@ -48,7 +48,7 @@ from engram.evals.sandbox import Sandbox, sandbox
 from engram.evals.scripted import ScriptedChatModel
 from engram.graph import Context
 from engram.nodes.start import recall
-from engram.stores.memories import LongTermMemory
+from engram.stores.memory.long_term import LongTermMemory
 
 logger = logging.getLogger(__name__)
 

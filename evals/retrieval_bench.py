@@ -31,12 +31,12 @@ from rich.console import Console
 from rich.table import Table
 
 from engram.evals.locomo import EngineSettings, arun_engine, load_locomo
-from engram.stores.chroma import ChromaStore
+from engram.stores.chroma.store import ChromaStore
 from engram.stores.embeddings import LocalEmbeddings
-from engram.stores.fusion import FUSION_METHODS
-from engram.stores.hybrid import HybridSearchOp
-from engram.stores.memories import LongTermMemory
-from engram.stores.memory_types import Memory
+from engram.stores.lexical.fusion import FUSION_METHODS
+from engram.stores.lexical.hybrid import HybridSearchOp
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import Memory
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared/data/locomo/locomo-dev.json"
 _COLUMNS = ("any_at_1", "any_at_5", "any_at_10", "any_at_25", "frac_at_10")

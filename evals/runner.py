@@ -47,7 +47,7 @@ from engram.graph import Context
 from engram.nodes.start import recall, recall_query
 from engram.nodes.tokens import REPLY_PRIMING, counter_for_model
 from engram.nodes.transcript import TIMESTAMP_KEY
-from engram.stores.memories import LongTermMemory
+from engram.stores.memory.long_term import LongTermMemory
 
 logger = logging.getLogger(__name__)
 

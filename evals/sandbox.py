@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from engram.graph import compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
-from engram.stores.chroma import ChromaStore, default_index
+from engram.stores.chroma.store import ChromaStore, default_index
 
 
 @dataclass(frozen=True)

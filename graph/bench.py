@@ -58,15 +58,15 @@ from rich.console import Console
 from rich.table import Table
 
 from engram.graph.builder import build_graph
-from engram.graph.context import Context
 from engram.nodes.compact import should_compact
 from engram.nodes.consolidate import consolidation_trigger
+from engram.nodes.context import Context
 from engram.nodes.start import make_start
 from engram.nodes.tokens import counter_for_model
 from engram.stores.bench import code_state
-from engram.stores.chroma import ChromaStore
-from engram.stores.memories import LongTermMemory
-from engram.stores.memory_types import MemoryCandidate
+from engram.stores.chroma.store import ChromaStore
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import MemoryCandidate
 
 SIZES = (10, 100, 1000)
 STORES = ("in_memory", "chroma")

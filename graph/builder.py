@@ -32,13 +32,13 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.store.base import BaseStore
 
 from engram.graph.checkpoint import ThreadedSqliteSaver
-from engram.graph.context import Context
 from engram.graph.models import context_window_for, model_name_of
-from engram.graph.state import EngramState
 from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
+from engram.nodes.context import Context
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
+from engram.nodes.state import EngramState
 from engram.stores.paths import default_checkpoint_path
 
 logger = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ def compile_graph(
 
 def default_store() -> BaseStore:
     """The embedded `ChromaStore` with local embeddings on `content` (see `make_store`)."""
-    from engram.stores.chroma import make_store
+    from engram.stores.chroma.store import make_store
 
     return make_store()
 

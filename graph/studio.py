@@ -2,7 +2,7 @@
 
 It is compiled WITHOUT a store and a checkpointer: `langgraph dev` (and LangGraph Platform) inject
 their own — the store being the `ChromaStore` factory `langgraph.json` names
-(`./stores/chroma.py:make_store`), so memories written from Studio land in engram's Chroma data
+(`./stores/chroma/store.py:make_store`), so memories written from Studio land in engram's Chroma data
 folder and are readable through the server's `/store` endpoints.
 
 The chat models come from environment variables (put them in `.env` or export them before
@@ -28,7 +28,6 @@ Run it:
 from __future__ import annotations
 
 import os
-
 
 from engram.graph.builder import build_graph
 from engram.graph.models import load_chat_model

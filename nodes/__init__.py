@@ -1,15 +1,26 @@
-"""engram.nodes: one module per node of the memory graph, plus prompts and token counting."""
+"""engram.nodes: one module per node of the memory graph, plus prompts and token counting.
+
+`start`, `respond`, `compact` and `consolidate` are the nodes; `context` (per-run settings) and
+`state` (the graph's state) are the types they share with `engram.graph`; `extract/` holds the
+memory extractor (the LLM one and the offline rules); `summarize` and `compress` are the
+summary and compression model calls; `prompts`, `tokens`, `transcript` and `failures` serve them.
+"""
 
 from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
 from engram.nodes.consolidate import make_consolidate
+from engram.nodes.context import Context
 from engram.nodes.respond import NoModelError, make_respond
 from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
+from engram.nodes.state import BuiltContext, EngramState
 from engram.nodes.summarize import make_summarizer
 from engram.nodes.tokens import TokenCounter, counter_for_model
 
 __all__ = [
     "Budget",
+    "BuiltContext",
+    "Context",
     "ContextOverflowError",
+    "EngramState",
     "NoModelError",
     "TokenCounter",
     "build_context",

@@ -44,12 +44,12 @@ from engram.nodes.prompts import PENDING_MESSAGES_NOTE
 from engram.nodes.summarize import Summarizer, make_summarizer
 from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import render_message, role_of, to_pending
-from engram.stores.memories import LongTermMemory
+from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.secrets import redact
 
 if TYPE_CHECKING:
-    from engram.graph.context import Context
-    from engram.graph.state import EngramState
+    from engram.nodes.context import Context
+    from engram.nodes.state import EngramState
 
 logger = logging.getLogger(__name__)
 

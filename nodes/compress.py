@@ -1,13 +1,13 @@
 """Memory compression with the memory model (seed 004): old memories of one category become 1-3.
 
-`engram.stores.maintenance` decides which memories are old and rarely used enough and applies
+`engram.stores.maintenance.maintain` decides which memories are old and rarely used enough and applies
 the result; this module only asks the model, with structured output (`CompressMemories`: the
 schema's docstring is the tool description the model sees). Memories are shown numbered, and
 the model names the numbers each new memory replaces, which are mapped back to memory ids here.
 
 Example:
     >>> import asyncio
-    >>> from engram.stores.memory_types import Memory
+    >>> from engram.stores.memory.types import Memory
     >>> class Canned:  # any chat model with structured output
     ...     def with_structured_output(self, schema):
     ...         from langchain_core.runnables import RunnableLambda
@@ -31,8 +31,8 @@ from pydantic import BaseModel, Field
 
 from engram.nodes.failures import RECOVERABLE_ERRORS
 from engram.nodes.prompts import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_PROMPT
-from engram.stores.maintenance_types import CompressedDraft, CompressionError
-from engram.stores.memory_types import Memory
+from engram.stores.maintenance.types import CompressedDraft, CompressionError
+from engram.stores.memory.types import Memory
 
 
 class CoreMemory(BaseModel):

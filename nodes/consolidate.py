@@ -26,7 +26,7 @@ It also counts the turn's recall of the memories `start` put in the prompt (`acc
 never delays the reply.
 
 Each thread is also recorded once in the user's thread registry (`("threads", user_id)`,
-`engram.stores.user_data`), incognito runs included, so that deleting a user (`engram memory
+`engram.stores.memory.users`), incognito runs included, so that deleting a user (`engram memory
 delete --all`) finds the thread's checkpoints.
 """
 
@@ -42,16 +42,16 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from engram.nodes.extract import Extractor, make_extractor
+from engram.nodes.extract.llm import Extractor, make_extractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import from_pending, split_exchanges, to_pending
-from engram.stores.memories import LongTermMemory, WriteResult
-from engram.stores.user_data import register_thread_op
+from engram.stores.memory.long_term import LongTermMemory, WriteResult
+from engram.stores.memory.users import register_thread_op
 
 if TYPE_CHECKING:
-    from engram.graph.context import Context
-    from engram.graph.state import EngramState
+    from engram.nodes.context import Context
+    from engram.nodes.state import EngramState
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from engram.nodes.start import model_input
 from engram.nodes.transcript import stamp_messages
 
 if TYPE_CHECKING:
-    from engram.graph.context import Context
-    from engram.graph.state import EngramState
+    from engram.nodes.context import Context
+    from engram.nodes.state import EngramState
 
 RespondNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 

@@ -47,12 +47,12 @@ from engram.nodes.tokens import (
     message_content,
 )
 from engram.nodes.transcript import stamp_messages
-from engram.stores.memories import LongTermMemory
-from engram.stores.memory_types import ScoredMemory
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import ScoredMemory
 
 if TYPE_CHECKING:
-    from engram.graph.context import Context
-    from engram.graph.state import BuiltContext, EngramState
+    from engram.nodes.context import Context
+    from engram.nodes.state import BuiltContext, EngramState
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ def render_memory_block(
     the recalled episodes.
 
     Example:
-        >>> from engram.stores.memory_types import Memory
+        >>> from engram.stores.memory.types import Memory
         >>> now = "2026-01-01T00:00:00+00:00"
         >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
         >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])

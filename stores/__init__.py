@@ -1,14 +1,24 @@
-"""engram.stores: the Chroma-backed LangGraph store, local embeddings, and long-term memory."""
+"""engram.stores: the Chroma-backed LangGraph store, local embeddings, and long-term memory.
+
+Rooms: `chroma/` (the `BaseStore` adapter), `lexical/` (BM25 index, fusion, hybrid search),
+`memory/` (the long-term memory model and its policy), `maintenance/` (forgetting and
+compression), `bench/` (benchmarks). Beside them: `embeddings` (the local ONNX embedder),
+`secrets` (redaction), `namespaces` (where a user's data lives), `steps` (the sync/async drivers of
+store steps) and `paths` (the default data folder).
+"""
 
 from engram.stores.chroma import ChromaStore, default_index, make_store
 from engram.stores.embeddings import LocalEmbeddings
-from engram.stores.hybrid import HybridHit, HybridSearchOp
-from engram.stores.lexical import LexicalIndex
-from engram.stores.maintenance import amaintain, maintain
-from engram.stores.maintenance_types import MaintenanceReport, MaintenanceSettings
-from engram.stores.memories import LongTermMemory
-from engram.stores.memory_restore import RestoreResult
-from engram.stores.memory_types import Memory, MemoryCandidate, ScoredMemory, WriteResult
+from engram.stores.lexical import HybridHit, HybridSearchOp, LexicalIndex
+from engram.stores.maintenance import MaintenanceReport, MaintenanceSettings, amaintain, maintain
+from engram.stores.memory import (
+    LongTermMemory,
+    Memory,
+    MemoryCandidate,
+    RestoreResult,
+    ScoredMemory,
+    WriteResult,
+)
 from engram.stores.paths import default_data_dir
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Where engram keeps each kind of a user's data in a LangGraph store.
 
 Every namespace is `(<kind>, <user_id>)`, so a user's data is found, counted and deleted by its
-second label (`engram.stores.user_data`). User ids are namespace labels: non-empty strings
+second label (`engram.stores.memory.users`). User ids are namespace labels: non-empty strings
 without `.`.
 """
 

@@ -1,7 +1,7 @@
 """Drivers for store steps: generators that yield batches of store operations.
 
-A step function (`engram.stores.memory_policy`, `engram.stores.user_data`,
-`engram.stores.maintenance`, ...) yields a list of `Op`s, receives their results, and finally
+A step function (`engram.stores.memory.policy`, `engram.stores.memory.users`,
+`engram.stores.maintenance.maintain`, ...) yields a list of `Op`s, receives their results, and finally
 returns a value. `run_steps` drives one with `store.batch`, `arun_steps` with `await
 store.abatch`: the logic exists once, only the I/O line differs (STYLE.md).
 
@@ -18,13 +18,14 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import TypeVar
 
-from langgraph.store.base import BaseStore
-
-from engram.stores.memory_policy import Steps
+from langgraph.store.base import BaseStore, Op, Result
 
 T = TypeVar("T")
+Steps = Generator[list[Op], list[Result], T]
+"""A store step: yields batches of operations, receives their results, returns a value."""
 
 
 def run_steps(store: BaseStore, steps: Steps[T]) -> T:

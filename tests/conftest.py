@@ -91,7 +91,7 @@ def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
     from fakes import NGramEmbeddings
     from langgraph.store.memory import InMemoryStore
 
-    from engram.stores.chroma import ChromaStore
+    from engram.stores.chroma.store import ChromaStore
 
     index = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
     if request.param == "memory":

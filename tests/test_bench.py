@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from engram.graph import bench as graph_bench
-from engram.stores import bench as stores_bench
-from engram.stores.bench_store import CONTENDERS, bench_store
+from engram.stores.bench import run as stores_bench
+from engram.stores.bench.store import CONTENDERS, bench_store
 
 
 def test_store_section_compares_the_same_searches_side_by_side() -> None:

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import chromadb
 import pytest
+from conftest import free_port
+from fakes import NGramEmbeddings
 from langgraph.graph import START, StateGraph
-from langgraph.store.base import PutOp
 from langgraph.runtime import Runtime
+from langgraph.store.base import PutOp
 from typing_extensions import TypedDict
 
-from conftest import free_port
-from engram.stores.chroma import ChromaStore, make_store
-from fakes import NGramEmbeddings
+from engram.stores.chroma.store import ChromaStore, make_store
 
 TESTS = Path(__file__).parent
 
@@ -51,7 +51,7 @@ def test_persistent_store_survives_a_new_process(tmp_path):
     out = _run(
         f"""
         import json
-        from engram.stores.chroma import ChromaStore
+        from engram.stores.chroma.store import ChromaStore
         from fakes import NGramEmbeddings
         store = ChromaStore(path={str(path)!r}, collection="persist",
                             index={{"dims": 256, "embed": NGramEmbeddings(), "fields": ["text"]}})

@@ -19,11 +19,11 @@ import pytest
 from fakes import NGramEmbeddings
 from langgraph.store.base import PutOp
 
-from engram.stores import chroma_metadata as md
-from engram.stores import chroma_upgrade
-from engram.stores.chroma import ChromaStore
-from engram.stores.chroma_plan import item_document
-from engram.stores.hybrid import HybridSearchOp
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma import upgrade as chroma_upgrade
+from engram.stores.chroma.plan import item_document
+from engram.stores.chroma.store import ChromaStore
+from engram.stores.lexical.hybrid import HybridSearchOp
 
 EMBED = NGramEmbeddings()
 NOW = time.time()

@@ -8,19 +8,19 @@ from uuid import uuid4
 
 import chromadb
 import pytest
+from fakes import FailingStore, NGramEmbeddings, StructuredFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph.context import Context
-from engram.graph.state import EngramState
 from engram.nodes.consolidate import make_consolidate, windows
+from engram.nodes.context import Context
+from engram.nodes.state import EngramState
 from engram.nodes.tokens import counter_for_model
 from engram.nodes.transcript import to_pending
-from engram.stores.chroma import ChromaStore
-from engram.stores.memories import LongTermMemory
-from fakes import FailingStore, NGramEmbeddings, StructuredFakeChatModel
+from engram.stores.chroma.store import ChromaStore
+from engram.stores.memory.long_term import LongTermMemory
 
 USER = "alice"
 INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}

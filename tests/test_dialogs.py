@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from engram.evals.dialogs import (
     Dialog,
     DialogFileError,

@@ -16,8 +16,8 @@ def _modules() -> list[str]:
     names = []
     for package in PACKAGES:
         path = importlib.import_module(package).__path__
-        names += [f"{package}.{m.name}" for m in pkgutil.iter_modules(path)]
-    return sorted(set(names) - SKIPPED)
+        names += [m.name for m in pkgutil.walk_packages(path, prefix=f"{package}.")]
+    return sorted(n for n in set(names) - SKIPPED if not n.endswith(".__main__"))
 
 
 @pytest.mark.parametrize("name", _modules())

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from fakes import NGramEmbeddings, StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 from pydantic import ValidationError
 
-from engram.nodes.extract import ExtractionError, LLMExtractor, SaveMemories, make_extractor
-from engram.nodes.extract_rules import RuleExtractor
-from engram.stores.memories import LongTermMemory
-from fakes import NGramEmbeddings, StructuredFakeChatModel
+from engram.nodes.extract.llm import ExtractionError, LLMExtractor, SaveMemories, make_extractor
+from engram.nodes.extract.rules import RuleExtractor
+from engram.stores.memory.long_term import LongTermMemory
 
 
 def extract(*texts: str) -> list:

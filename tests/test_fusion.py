@@ -6,11 +6,12 @@ import math
 
 import chromadb
 import pytest
+from fakes import TopicEmbeddings
 
-from engram.stores import chroma_metadata as md
-from engram.stores.chroma import ChromaStore
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma.store import ChromaStore
 from engram.stores.embeddings import LocalEmbeddings
-from engram.stores.fusion import (
+from engram.stores.lexical.fusion import (
     fuse,
     min_max,
     reciprocal_rank_fusion,
@@ -20,10 +21,9 @@ from engram.stores.fusion import (
     z_scores,
     zscore_fusion,
 )
-from engram.stores.hybrid import HybridSearchOp
-from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
-from engram.stores.memory_types import memory_put
-from fakes import TopicEmbeddings
+from engram.stores.lexical.hybrid import HybridSearchOp
+from engram.stores.memory.long_term import LongTermMemory, Memory, MemoryCandidate
+from engram.stores.memory.types import memory_put
 
 LEXICAL = [("a", 8.0), ("b", 4.0), ("c", 2.0)]
 DENSE = [("c", 0.70), ("d", 0.60), ("a", 0.20)]

@@ -6,6 +6,13 @@ import itertools
 import uuid
 from typing import Any
 
+from fakes import (
+    FailingChatModel,
+    FailingStore,
+    NGramEmbeddings,
+    RecordingChatModel,
+    StructuredFakeChatModel,
+)
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
@@ -16,14 +23,7 @@ from engram.nodes.compact import episode_ops
 from engram.nodes.prompts import SUMMARY_SYSTEM_PROMPT
 from engram.nodes.tokens import counter_for_model
 from engram.nodes.transcript import from_pending
-from engram.stores.memories import LongTermMemory
-from fakes import (
-    FailingChatModel,
-    FailingStore,
-    NGramEmbeddings,
-    RecordingChatModel,
-    StructuredFakeChatModel,
-)
+from engram.stores.memory.long_term import LongTermMemory
 
 INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
 

@@ -6,6 +6,7 @@ import itertools
 import uuid
 
 import pytest
+from fakes import NGramEmbeddings, RecordingChatModel
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -21,9 +22,8 @@ from engram.nodes.start import (
     recall_query,
 )
 from engram.nodes.tokens import counter_for_model
-from engram.stores.memories import LongTermMemory
-from engram.stores.memory_types import MemoryCandidate
-from fakes import NGramEmbeddings, RecordingChatModel
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import MemoryCandidate
 
 COUNTER = counter_for_model(None)  # the fake model has no name: cl100k_base
 NO_COMPACTION = {"message_threshold": 100_000, "token_threshold": None, "max_messages": 100_000}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from fakes import FailingEmbeddings, FailingStore, RecordingChatModel, SlowEmbeddings
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -13,9 +14,8 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
-from engram.stores.memories import LongTermMemory
-from engram.stores.memory_types import MemoryCandidate
-from fakes import FailingEmbeddings, FailingStore, RecordingChatModel, SlowEmbeddings
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import MemoryCandidate
 
 
 def _store(embeddings: Embeddings) -> InMemoryStore:

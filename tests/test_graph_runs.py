@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from fakes import NGramEmbeddings, RecordingChatModel, StructuredFakeChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -14,7 +15,6 @@ from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
-from fakes import NGramEmbeddings, RecordingChatModel, StructuredFakeChatModel
 
 
 def _store() -> InMemoryStore:

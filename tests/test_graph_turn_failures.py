@@ -7,13 +7,13 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from fakes import FailingEmbeddings, RecordingChatModel, StructuredFakeChatModel
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
-from engram.stores.memories import LongTermMemory
-from fakes import FailingEmbeddings, RecordingChatModel, StructuredFakeChatModel
+from engram.stores.memory.long_term import LongTermMemory
 
 NO_COMPACTION = {"message_threshold": 1000, "token_threshold": None}
 

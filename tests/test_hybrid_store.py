@@ -19,13 +19,13 @@ from pathlib import Path
 import chromadb
 import numpy as np
 import pytest
+from fakes import NGramEmbeddings
 from langgraph.store.base import InvalidNamespaceError, PutOp
 
-from engram.stores import chroma_metadata as md
-from engram.stores.chroma import ChromaStore
-from engram.stores.hybrid import HybridSearchOp
-from engram.stores.lexical import INDEX_FILE
-from fakes import NGramEmbeddings
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma.store import ChromaStore
+from engram.stores.lexical.hybrid import HybridSearchOp
+from engram.stores.lexical.index import INDEX_FILE
 
 NS = ("memories", "ada")
 TESTS = Path(__file__).resolve().parent
@@ -73,9 +73,9 @@ def _crash_while_writing(path: Path, where: str) -> None:
         import os, sys
         sys.path.insert(0, {str(TESTS)!r})
         from fakes import NGramEmbeddings
-        from engram.stores.chroma import ChromaStore
-        from engram.stores.chroma_lexical import LexicalMirror
-        from engram.stores.chroma_write import ChromaWriter
+        from engram.stores.chroma.store import ChromaStore
+        from engram.stores.chroma.mirror import LexicalMirror
+        from engram.stores.chroma.write import ChromaWriter
         store = ChromaStore(path={str(path)!r}, index={{"dims": 256, "embed": NGramEmbeddings(),
                                                       "fields": ["content"]}})
         store.put({NS!r}, "kept", {{"content": "the staging cluster runs Kubernetes 1.31"}})

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from engram.stores.lexical import INDEX_FILE, LexicalDocument, LexicalIndex, Tokenizer
+from engram.stores.lexical.index import INDEX_FILE, LexicalDocument, LexicalIndex, Tokenizer
 
 # A small Chinese sanity set: personal memories and how a user would ask about them.
 ZH_MEMORIES = {

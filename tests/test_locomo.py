@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fakes import NGramEmbeddings
 
 from engram.evals.locomo import (
     Conversation,
@@ -23,7 +24,6 @@ from engram.evals.locomo import (
     turn_message,
 )
 from engram.stores.embeddings import LocalEmbeddings
-from fakes import NGramEmbeddings
 
 DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 needs_dev = pytest.mark.skipif(not DEV.is_file(), reason=f"LoCoMo dev data not at {DEV}")

@@ -17,7 +17,7 @@ from fakes import StructuredFakeChatModel
 from langgraph.store.base import BaseStore
 
 from engram.nodes.compress import make_compressor
-from engram.stores.maintenance import (
+from engram.stores.maintenance.maintain import (
     amaintain,
     finish_steps,
     idle_days,
@@ -25,11 +25,11 @@ from engram.stores.maintenance import (
     relevance,
     start_steps,
 )
-from engram.stores.maintenance_types import Compressed, CompressedDraft, MaintenanceSettings
-from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
-from engram.stores.memory_types import INDEX_FIELDS
+from engram.stores.maintenance.types import Compressed, CompressedDraft, MaintenanceSettings
+from engram.stores.memory.long_term import LongTermMemory, Memory, MemoryCandidate
+from engram.stores.memory.types import INDEX_FIELDS
+from engram.stores.memory.users import memories_steps
 from engram.stores.steps import run_steps
-from engram.stores.user_data import memories_steps
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 USER = "alice"

@@ -15,16 +15,17 @@ from uuid import uuid4
 
 import chromadb
 import pytest
+from fakes import NGramEmbeddings
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from engram.stores import chroma_metadata as md
-from engram.stores.chroma import ChromaStore
-from engram.stores.fusion import relative_score_fusion
-from engram.stores.hybrid import supports_hybrid
-from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
-from engram.stores.memory_recall import search_steps
-from engram.stores.memory_types import (
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma.store import ChromaStore
+from engram.stores.lexical.fusion import relative_score_fusion
+from engram.stores.lexical.hybrid import supports_hybrid
+from engram.stores.memory.long_term import LongTermMemory, Memory, MemoryCandidate
+from engram.stores.memory.recall import search_steps
+from engram.stores.memory.types import (
     combined_score,
     content_hash,
     memory_put,
@@ -32,7 +33,6 @@ from engram.stores.memory_types import (
     recency,
 )
 from engram.stores.secrets import REDACTED, luhn_valid, redact
-from fakes import NGramEmbeddings
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 USER = "alice"

@@ -17,11 +17,11 @@ from typer.testing import CliRunner
 from engram.graph import Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
-from engram.stores import chroma_metadata as md
-from engram.stores.chroma import ChromaStore, make_store
-from engram.stores.lexical import LexicalIndex
-from engram.stores.memories import LongTermMemory, Memory
-from engram.stores.memory_types import INDEX_FIELDS
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma.store import ChromaStore, make_store
+from engram.stores.lexical.index import LexicalIndex
+from engram.stores.memory.long_term import LongTermMemory, Memory
+from engram.stores.memory.types import INDEX_FIELDS
 
 runner = CliRunner()
 FAKES = str(Path(__file__).with_name("fakes.py"))

@@ -7,18 +7,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from langgraph.store.base import BaseStore
 
-from engram.stores.memories import LongTermMemory, Memory, MemoryCandidate
-from engram.stores.memory_edit import edit_steps
-from engram.stores.memory_import import (
+from engram.stores.memory.edit import edit_steps
+from engram.stores.memory.importer import (
     Change,
     ImportPlan,
     PlanError,
     import_steps,
     plan_import,
 )
-from engram.stores.memory_markdown import MarkdownError, parse_markdown, render_markdown
+from engram.stores.memory.long_term import LongTermMemory, Memory, MemoryCandidate
+from engram.stores.memory.markdown import MarkdownError, parse_markdown, render_markdown
+from engram.stores.memory.users import memories_steps
 from engram.stores.steps import run_steps
-from engram.stores.user_data import memories_steps
 
 USER = "alice"
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)

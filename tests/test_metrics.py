@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from engram.evals.dialogs import ExpectedMemory, ForbiddenText
 from engram.evals.metrics import (
     Ratio,

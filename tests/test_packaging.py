@@ -65,7 +65,7 @@ def test_the_wheel_holds_only_engram_packages_with_every_module(wheel: Path) -> 
     assert len(top) == 2, top  # engram/ and one .dist-info/
     assert "engram/__init__.py" not in names, "engram must stay a namespace package"
     for folder, package in FOLDERS.items():
-        tracked = _sources(folder, "*.py")
+        tracked = _sources(folder, "**/*.py")
         missing = {f"{package}/{p}" for p in tracked} - names
         assert not missing, f"modules left out of the wheel: {sorted(missing)}"
 

@@ -1,7 +1,7 @@
 """The README's settings table stays true to `engram.graph.Context`.
 
 The table is generated from the dataclass (field names, types and defaults from the source of
-`graph/context.py`, meanings from the field docstrings). To regenerate it after changing
+`nodes/context.py`, meanings from the field docstrings). To regenerate it after changing
 `Context`, run ``python tests/test_readme.py`` and paste the output under the README's
 "Settings" heading.
 """
@@ -14,7 +14,7 @@ import inspect
 import re
 from pathlib import Path
 
-import engram.graph.context as context_module
+import engram.nodes.context as context_module
 from engram.graph import Context
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -18,6 +18,7 @@ from typing import Any
 
 import chromadb
 import pytest
+from fakes import NGramEmbeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -28,8 +29,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.memory import InMemoryStore
 
-from engram.stores.chroma import ChromaStore
-from fakes import NGramEmbeddings
+from engram.stores.chroma.store import ChromaStore
 
 CHROMA_BACKENDS = ["chroma-ephemeral", "chroma-persistent", "chroma-server"]
 ALL_BACKENDS = ["memory", *CHROMA_BACKENDS]

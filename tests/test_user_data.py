@@ -15,18 +15,18 @@ from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
 from engram.graph.cli import app
-from engram.graph.context import Context
-from engram.graph.state import EngramState
 from engram.nodes.consolidate import make_consolidate
-from engram.stores.memories import LongTermMemory, MemoryCandidate
-from engram.stores.namespaces import thread_namespace
-from engram.stores.steps import run_steps
-from engram.stores.user_data import (
+from engram.nodes.context import Context
+from engram.nodes.state import EngramState
+from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
+from engram.stores.memory.users import (
     adelete_user,
     delete_user,
     registered_threads_steps,
     stats_steps,
 )
+from engram.stores.namespaces import thread_namespace
+from engram.stores.steps import run_steps
 
 INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
 

@@ -1,0 +1,17 @@
+"""The `engram` command: `engram eval ...` (evals) and `engram memory ...` (a user's memories)."""
+
+from __future__ import annotations
+
+import typer
+
+from engram.graph.cli.eval import app as eval_app
+from engram.graph.cli.memory import app as memory_app
+
+app = typer.Typer(
+    name="engram",
+    help="engram: a memory layer for LangGraph agents.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(eval_app, name="eval")
+app.add_typer(memory_app, name="memory")

@@ -1,0 +1,334 @@
+"""What the `engram memory` commands share: opening the data, finding a memory, printing.
+
+The CLI works on the same data as the graph: by default the embedded folder
+(`$ENGRAM_DATA_DIR`, else `./.engram`: `chroma/` and `checkpoints.sqlite`), or a Chroma
+server when `$ENGRAM_CHROMA_URL` is set; `--data DIR` or `--data http://host:port` choose
+another. Errors are `CliError`s, printed in one line with their exit code (1: not found,
+2: bad usage).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+from langgraph.store.base import BaseStore, IndexConfig
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from engram.graph.checkpoint import ThreadedSqliteSaver
+from engram.stores.chroma.store import ChromaStore, default_index
+from engram.stores.maintenance.types import MaintenanceReport
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.markdown import status_of
+from engram.stores.memory.types import Memory, MemoryCandidate
+from engram.stores.memory.users import (
+    UserStats,
+    memories_steps,
+    user_namespaces_steps,
+    users_steps,
+)
+from engram.stores.paths import default_checkpoint_path, default_data_dir
+from engram.stores.steps import run_steps
+
+CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
+DEFAULT_USER = "default"
+"""The user of a command run without `--user`: the graph's own default (`Context.user_id`)."""
+SHORT_ID = 8
+"""Characters of an id shown in tables; commands accept any unique prefix."""
+
+out = Console(soft_wrap=False)
+err = Console(stderr=True)
+
+
+class CliError(Exception):
+    """A command failed in a way the person can fix; `code` is the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Backend:
+    """The store the commands work on, and where its graph keeps its threads.
+
+    A context manager: leaving it closes what it opened (the store's lexical index, the
+    checkpointer's connection).
+    """
+
+    store: ChromaStore
+    where: str
+    """The data folder or server URL, for messages."""
+    checkpoints: Path
+    """The graph's SQLite checkpointer file (threads and running summaries)."""
+    _saver: ThreadedSqliteSaver | None = field(default=None, init=False, repr=False)
+
+    def checkpointer(self) -> ThreadedSqliteSaver | None:
+        """The graph's checkpointer, opened on first use; None when there is no such file."""
+        if self._saver is None and self.checkpoints.is_file():
+            self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
+        return self._saver
+
+    def close(self) -> None:
+        """Close the store and, if it was opened, the checkpointer."""
+        self.store.close()
+        if self._saver is not None:
+            self._saver.conn.close()
+            self._saver = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def open_backend(data: str | None, *, create: bool = False) -> Backend:
+    """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one; use
+    it in a `with` block, which closes it.
+
+    Raises:
+        CliError: The folder does not exist (unless `create`), or no server answers.
+    """
+    url = data if data and data.startswith(("http://", "https://")) else None
+    if data is None:
+        url = os.environ.get(CHROMA_URL_ENV) or None
+    if url:
+        try:
+            store = ChromaStore.from_url(url, index=_index())
+        except (ConnectionError, ValueError) as exc:
+            raise CliError(str(exc)) from exc
+        return Backend(store, url, default_checkpoint_path())
+    folder = Path(data) if data else default_data_dir()
+    if not create and not (folder / "chroma").is_dir():
+        raise CliError(
+            f"no engram data in {folder}/ (nothing has been stored there yet); pass --data DIR "
+            "or set ENGRAM_DATA_DIR to the folder the graph uses"
+        )
+    return Backend(
+        ChromaStore(path=folder / "chroma", index=_index()),
+        f"{folder}/",
+        folder / "checkpoints.sqlite",
+    )
+
+
+def known_users(store: BaseStore) -> list[str]:
+    """Users with memories."""
+    return run_steps(store, users_steps())
+
+
+def all_memories(backend: Backend, user_id: str) -> list[Memory]:
+    """Every memory of a user (any state).
+
+    Raises:
+        CliError: The user has nothing stored at all (exit 1), or the id is not valid.
+    """
+    memories = run_steps(backend.store, memories_steps(checked_user(user_id)))
+    if not memories:
+        ensure_user(backend, user_id)
+    return memories
+
+
+def ensure_user(backend: Backend, user_id: str) -> str:
+    """The user id, when something is stored for that user.
+
+    Raises:
+        CliError: Nothing is stored for the user (exit 1), or the id is not valid (exit 2).
+    """
+    if not run_steps(backend.store, user_namespaces_steps(checked_user(user_id))):
+        raise unknown_user(backend, user_id)
+    return user_id
+
+
+def unknown_user(backend: Backend, user_id: str) -> CliError:
+    """The error for a user with nothing stored, naming the users that have memories."""
+    users = known_users(backend.store)
+    others = f"users with memories: {', '.join(users)}" if users else "no user has memories yet"
+    return CliError(f"nothing is stored for user {user_id!r} in {backend.where} ({others})")
+
+
+def checked_user(user_id: str) -> str:
+    """The user id, or a usage error when it cannot be a namespace label."""
+    try:
+        return LongTermMemory.namespace(user_id)[1]
+    except ValueError as exc:
+        raise CliError(str(exc), code=2) from exc
+
+
+def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
+    """The memory whose id is `given` or starts with it.
+
+    Raises:
+        CliError: No such memory, or the prefix matches several.
+    """
+    memory = LongTermMemory(backend.store).get(checked_user(user_id), given)
+    if memory is not None:
+        return memory
+    matches = [m for m in all_memories(backend, user_id) if m.id.startswith(given)] if given else []
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        ids = ", ".join(m.id for m in matches[:5])
+        raise CliError(
+            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it"
+        )
+    raise CliError(
+        f"no memory {given!r} for user {user_id!r}; `engram memory list --user {user_id} --all` "
+        "shows the ids"
+    )
+
+
+def guess_candidate(text: str) -> MemoryCandidate | None:
+    """The offline extractor's reading of `text` (category, and a key for a single-valued
+    attribute), also for a third-person statement ("Alice prefers dark mode" is read as "I
+    prefer dark mode"); None when no rule recognises it."""
+    from engram.nodes.extract.rules import classify
+
+    found = classify(text)
+    if found is None and (rewritten := _first_person(text)):
+        found = classify(rewritten)
+    return found
+
+
+def _first_person(text: str) -> str | None:
+    match = _THIRD_PERSON.match(text.strip())
+    if match is None:
+        return None
+    verb = match["verb"]
+    if verb in _IRREGULAR:
+        verb = _IRREGULAR[verb]
+    elif verb.endswith("ies"):
+        verb = verb[:-3] + "y"
+    elif verb.endswith(("shes", "ches", "sses", "xes", "oes")):
+        verb = verb[:-2]
+    elif verb.endswith("s") and not verb.endswith("ss"):
+        verb = verb[:-1]
+    else:
+        return None
+    return f"I {verb}{match['rest']}"
+
+
+_THIRD_PERSON = re.compile(
+    r"^(?:(?i:the user|user)|[A-Z][\w'-]*)\s+(?P<verb>[a-z]+)\b(?P<rest>.*)$", re.DOTALL
+)
+_IRREGULAR = {"is": "am", "has": "have", "does": "do"}
+
+
+# -- printing -------------------------------------------------------------------------------------
+
+
+def print_json(data: Any) -> None:
+    """JSON on stdout (no colours, no wrapping)."""
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def memory_table(
+    memories: list[Memory],
+    *,
+    title: str | None = None,
+    scores: list[float] | None = None,
+    show_state: bool = True,
+) -> Table:
+    """One row per memory: short id, category, importance, content, state, recalls, and the
+    update date when the terminal is wide enough."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", style="cyan", no_wrap=True)
+    if scores is not None:
+        table.add_column("score", justify="right", no_wrap=True)
+    table.add_column("category", no_wrap=True)
+    table.add_column("imp.", justify="right", no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1, min_width=20)
+    if show_state:
+        table.add_column("state", no_wrap=True)
+    table.add_column("recalls", justify="right", no_wrap=True)
+    dated = out.width >= 100  # a narrow terminal (or a pipe, 80) keeps the room for the content
+    if dated:
+        table.add_column("updated", no_wrap=True)
+    for n, memory in enumerate(memories):
+        row: list[str | Text] = [memory.id[:SHORT_ID]]
+        if scores is not None:
+            row.append(f"{scores[n]:.3f}")
+        row += [memory.category, f"{memory.importance:.2f}", Text(memory.content)]
+        if show_state:
+            row.append(status_of(memory))
+        row.append(str(memory.access_count))
+        if dated:
+            row.append(memory.updated_at[:10])
+        table.add_row(*row, style="dim" if status_of(memory) != "current" else None)
+    return table
+
+
+def stats_table(found: list[UserStats], where: str) -> Table:
+    """One user: a field per row; several: one row per user."""
+    table = Table(title=f"memories in {where}", box=box.SIMPLE_HEAD, pad_edge=False)
+    if len(found) == 1:
+        [s] = found
+        table.add_column(Text(s.user_id), style="bold")
+        table.add_column("", overflow="fold")
+        mean = f"{s.mean_importance:.2f}" if s.mean_importance is not None else "-"
+        rows = [
+            ("active", str(s.active)),
+            ("by category", ", ".join(f"{c} {n}" for c, n in s.by_category.items()) or "-"),
+            ("forgotten", str(s.forgotten)),
+            ("superseded", str(s.superseded)),
+            ("mean importance", mean),
+            ("never recalled", str(s.never_recalled)),
+            ("oldest / newest", f"{(s.oldest or '-')[:10]} / {(s.newest or '-')[:10]}"),
+            *((f"{root} items", str(n)) for root, n in s.namespaces.items() if root != "memories"),
+        ]
+        for name, value in rows:
+            table.add_row(name, Text(value))
+        return table
+    table.add_column("user", style="cyan", overflow="fold")
+    for column in ("active", "forgotten", "superseded", "episodes", "threads"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for s in found:
+        table.add_row(
+            Text(s.user_id),
+            str(s.active),
+            str(s.forgotten),
+            str(s.superseded),
+            str(s.namespaces.get("episodes", 0)),
+            str(s.namespaces.get("threads", 0)),
+        )
+    return table
+
+
+def maintenance_table(report: MaintenanceReport) -> Table:
+    """What a maintenance run changed, per action."""
+    verb = "would change" if report.dry_run else "changed"
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        title=f"maintenance of {report.user_id!r}: {report.changed} memories {verb} "
+        f"(of {report.active_before} active)",
+    )
+    table.add_column("action")
+    table.add_column("count", justify="right")
+    table.add_column("ids", overflow="fold", max_width=80)
+    rows = [
+        ("expired (TTL)", report.expired),
+        ("forgotten (relevance < 0.1)", report.forgotten),
+        ("importance lowered (< 0.3)", [x.memory_id for x in report.lowered]),
+        ("compressed (originals)", [i for c in report.compressed for i in c.sources]),
+        ("compressed (new)", [i for c in report.compressed for i in c.created]),
+        ("capped", report.capped),
+        ("skipped (written meanwhile)", report.skipped),
+    ]
+    for action, ids in rows:
+        table.add_row(action, str(len(ids)), " ".join(i[:SHORT_ID] for i in ids))
+    return table
+
+
+def _index() -> IndexConfig:
+    """The graph's index (`default_index`) with an embedder that loads on first use: listing
+    or exporting memories needs no model."""
+    from engram.stores.embeddings import LocalEmbeddings
+
+    return default_index(LocalEmbeddings())

@@ -1,0 +1,181 @@
+"""English rules of the offline extractor, in priority order (the first match decides).
+
+Each rule is a general way people state something durable about themselves in a chat, typed
+loosely (lowercase, no subject, fragments). Strong rules are explicit ("I prefer ...", "my goal
+is ...", "turns out ..."); weak ones are broad ("we use ...", "the dashboard is ...", a fragment
+listing versions) and keep a statement only when it names a detail and is not hedged.
+"""
+
+from __future__ import annotations
+
+from engram.nodes.extract.patterns import Rule, rx
+
+_I = r"(?:\bI|\bwe)"
+_ADV = (
+    r"(?:\s+(?:really|strongly|much|generally|usually|always|still|definitely|also|mostly|normally|now"
+    r"|totally|actually|personally|just|kind of|very|honestly|so|absolutely|only|typically|mainly|pretty"
+    r"much|basically))*"
+)
+_FAIL = (
+    r"(?:fail(?:ed|s|ing|ure)?|broke|breaks|broken|crash(?:ed|es)?|didn't work|doesn't work|did not work"
+    r"|does not work|won't work|errored|timed? ?out|time ?outs?|blew up|hangs?|hung|was a disaster"
+    r"|was a nightmare|was a mess|was hell|did nothing|didn't help|did not help|no luck|made no difference"
+    r"|crawled|got stuck|went wrong|bit me|burned me|wasted)"
+)
+_MONTH = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_WHEN = (
+    rf"(?:(?:the\s+)?end of (?:the )?(?:{_MONTH}|year|month|quarter|summer|spring|autumn|fall|winter)"
+    rf"|{_MONTH}|20\d\d|q[1-4]|next (?:year|month|quarter|summer|spring|autumn|fall|winter)|this (?:year|quarter)"
+    r"|summer|spring|autumn|fall|winter|christmas|new year|my birthday|\d{1,2}/\d{1,2})"
+)
+_GOAL_VERB = (
+    r"(?:run|learn|ship|launch|release|finish|build|write|read|get|pass|lose|save|start|move|visit|travel"
+    r"|buy|publish|reach|hit|complete|master|switch|migrate|quit|open|raise|hire|grow|study|climb|cycle"
+    r"|swim|finally)"
+)
+_JOB = (
+    r"(?:engineer|developer|dev|designer|manager|student|scientist|researcher|teacher|professor|doctor"
+    r"|nurse|founder|co-founder|analyst|writer|consultant|architect|lead|cto|ceo|programmer"
+    r"|administrator|admin|freelancer|intern|sre|devops|pm|product owner)"
+)
+_PEOPLE = (
+    r"(?:mom|mum|mother|dad|father|parents|wife|husband|partner|son|daughter|kids?|children|baby|brother"
+    r"|sister|grandma|grandpa|family|dog|cat)"
+)
+_CONDITION = (
+    r"(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|celiac|coeliac|left-handed"
+    r"|colou?r-?blind|deaf|blind|pregnant|lactose intolerant|asthmatic|epileptic|gluten-free|sober"
+    r"|teetotal|halal|kosher)"
+)
+_BODY = r"(?:knees?|back|hips?|ankles?|shoulders?|wrists?|neck|eyes?|ears?|heart|lungs?|feet|foot|legs?)"
+_THING = (
+    r"(?:project|app|application|service|services|repo|repository|codebase|product|backend|frontend"
+    r"|front-end|back-end|api|website|site|platform|monorepo|cli|library|lib|bot|startup|stack|dev stack"
+    r"|setup|homelab|home lab|server|servers|cluster|ci|pipeline|db|database|schemas?|tests?|dashboard"
+    r"|namespace|model|cache|config|docs|deploys?|builds?|infra|infrastructure|team|company|tooling"
+    r"|remote access|backups?|logs?|monitoring|alerts?|migrations?|queue|worker|storage)"
+)
+
+RULES: tuple[Rule, ...] = (
+    # lessons: what failed and why, what works instead
+    Rule("lesson", rx(r"\b(?:turns? out|turned out|lessons? learned|learned (?:that |it )?the hard way"
+                      r"|note to self|never again|not doing that again|won't (?:do|make) that (?:again|mistake)"
+                      r"|(?:been |got )?(?:burned|burnt|bitten) by"
+                      r"|the (?:fix|solution|workaround|trick|culprit|root cause|problem|catch|gotcha) (?:was|is)"
+                      r"|what (?:fixed|solved) it|did the trick|make sure (?:to|you)|don't forget to"
+                      r"|remember to|should have|shouldn't have)\b")),
+    Rule("lesson", rx(r"\b(?:(?:i )?always forget|keep forgetting|in hindsight)\b"), strong=False),
+    Rule("lesson", rx(rf"{_I}\s+(?:learned|found out|realized|realised|discovered|figured out|noticed that)\b")),
+    Rule("lesson", rx(rf"\b{_FAIL}\b.*\b(?:because|since|due to|unless|until|without|so|when|whenever"
+                      r"|every time|if)\b")),
+    Rule("lesson", rx(rf"\b(?:last time|previously|in the (?:first|last|old) version|once|back when|before)\b"
+                      rf".*\b{_FAIL}\b|\b(?:tried|did|used)\b.*\b(?:and|but)\s+(?:it|that)\s+{_FAIL}")),
+    Rule("lesson", rx(rf"^(?!(?:it|this|that|they|he|she)\b).*\b{_FAIL}\b.*\b(?:again|last time|every time)\b"),
+         strong=False),
+    Rule("lesson", rx(r"\b(?:helped|fixed it|solved it|fixed the issue|made (?:it|the) difference)\b"),
+         strong=False),
+    # preferences
+    Rule("preference", rx(r"\bmy (?:favou?rite|preferred|go-to|default) ([\w .+#-]{1,30}?) (?:is|are)\b"),
+         kind="fav"),
+    Rule("preference", rx(rf"{_I}{_ADV}\s+(?:hate|dislike|loathe|can't stand|cannot stand|don't like|do not like"
+                          r"|don't use|do not use|never use|avoid|am not a fan of|'m not a fan of|no longer use"
+                          r"|stopped using|dropped|ditched|gave up on|(?:am|'m) done with|(?:am|'m) not touching"
+                          r"|(?:switched|moved|migrated|went) (?:away )?from"
+                          r"|won't touch|refuse to)\b"), kind="neg"),
+    Rule("preference", rx(rf"(?<!\bhow )(?<!\bwhat ){_I}{_ADV}\s+(?:prefer|like|love|enjoy|favou?r|always use|usually use|tend to use"
+                          r"|stick (?:with|to)|rely on|swear by|lean|am a (?:big )?fan of|'m a (?:big )?fan of"
+                          r"|can't live without)\b"), kind="pref"),
+    Rule("preference", rx(r"\bI(?:'m|\s+am)?\s+(?:(?:just|now|still|mostly|only|always)\s+)*(?:use|using"
+                          r"|switched to|moved to|went with|chose|picked|indent with|format with|write in"
+                          r"|code in|work in)\b"), kind="pref"),
+    Rule("preference", rx(r"\bI\s+(?:always|never|usually|only|generally|normally|typically|tend to)\s+(?!\w+ed\b)\w+")),
+    Rule("preference", rx(r"\bI\s+(?:want|like|need)\s+(?:this|it|things|everything|them|my \w+|all \w+)\s+(?:in|as|with"
+                          r"|to be)\b")),
+    Rule("preference", rx(r"(?:^|[,;]\s*)(?:please\s+)?(?:always|never(?!\s+(?:done|been|heard|seen|tried|used|had|got))|don't"
+                          r"|do not|avoid|no more)\s+\w+|\bplease (?:always|never)\b"
+                          r"|^no\s+(?!problem|worries|idea|way|clue|need|rush|thanks|luck|one|longer|it|it's|that|this|i|we"
+                          r"|you|not|more)\w+")),
+    Rule("preference", rx(r"^(?:switched|moved|migrated|changed|converted|went back)\b.*\bto\b"), kind="pref"),
+    Rule("preference", rx(r"\b(?:only|always|everywhere|exclusively|or nothing|all the way)\s*(?:[,.;!]|$)"
+                          r"|\b(?:from now on|going forward|these days|from here on|instead of|rather than)\b"
+                          r"|\b(?:old|bad|force of) habits?\b|\bby habit\b")),
+    Rule("preference", rx(r"\b(?:answer|reply|respond|write|talk)(?: to me)? in (?:english|chinese|japanese|german"
+                          r"|french|spanish)\b")),
+    Rule("preference", rx(r"^if you (?:need|want|have)\b.*\b(?:use|prefer|pick|go with)\b")),
+    # goals
+    Rule("goal", rx(r"\bmy (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
+                    r"|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)")),
+    Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:plan(?:ning)?|going|intend(?:ing)?|aim(?:ing)?"
+                    r"|preparing|training|saving up|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"
+                    r"|say|tell|understand|bed|sleep|eat|grab|go home|talk|thank|try this|try that|hear|go to bed"
+                    r"|lunch|dinner|read the docs)\b)")),
+    Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:hop(?:e|ing)|want(?:ing)?|would like|'d like"
+                    r"|wish|dream(?:ing)? of|looking forward)\s+to\s+(?!(?:know|see|ask|check|say|tell|understand"
+                    r"|bed|sleep|eat|grab|talk|thank|try|hear|describe|write it down|tidy)\b)"), strong=False),
+    Rule("goal", rx(rf"{_I}(?:'ll|\s+will|'m going to|\s+am going to){_ADV}\s+(?:migrate|launch|release|ship"
+                    r"|switch|add|build|start|learn|finish|publish|move|run|write|quit)\b"), strong=False),
+    Rule("goal", rx(rf"^{_GOAL_VERB}\b.*\b(?:by|before|until|in|for|this|next)\s+{_WHEN}\b"), strong=False),
+    # skills: a reusable way of doing something
+    Rule("skill", rx(r"^(?:to|for) (?:deploy|release|build|publish|set up|install|run|start|debug|test|migrate"
+                     r"|ship|back up|restore|upgrade)\b[^,]{0,60},\s*(?:I|we|you)\s+(?:run|use|do|call|execute"
+                     r"|need to|just|first|always|tag|push|merge|deploy|build|publish|bump|cut|open|create)\b")),
+    Rule("skill", rx(r"\b(?:my|our|the) (?:deploy(?:ment)?|release|build|testing|review|setup|onboarding|backup"
+                     r"|upgrade|migration) (?:process|flow|workflow|steps?|procedure|recipe|checklist|routine)"
+                     r" (?:is|are|goes)\b|\bwhat works (?:for me |for us )?is\b|\bthe way (?:I|we) do it\b")),
+    Rule("skill", rx(r"\byou (?:run|do|call|type|execute|open|click|go|push|tag|merge|build|deploy|create|set|start)"
+                     r"\b.*\bthen\b|^first\b.*\bthen\b")),
+    # facts about the user
+    Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+(?:at|for)\s+"
+                    r"|\bI\s+(?:just\s+)?(?:started|joined)\s+(?:at\s+)?(?=(?-i:[A-Z]))"), kind="fact.employer"),
+    Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+as\s+(?:an?\s+)?"),
+         kind="fact.job_title"),
+    Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:an?\s+)(?=(?:[\w-]+\s+){{0,3}}{_JOB}\b)"), kind="fact.job_title"),
+    Rule("fact", rx(r"\bmy name is\s+|\bcall me\s+(?=(?-i:[A-Z]))"), kind="fact.name"),
+    Rule("fact", rx(r"\bI\s+(?:live|am living|'m living)\s+in\s+|\bI(?:'m|\s+am)\s+(?:based|located)\s+in\s+"
+                    r"|\bI\s+(?:just\s+)?moved\s+to\s+(?=(?-i:[A-Z]))"), kind="fact.location"),
+    Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?{_CONDITION}\b"
+                    r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
+                    rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
+                    rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
+                    r"|\bI\s+(?:have|'ve got)\s+(?:asthma|diabetes|adhd|dyslexia|migraines|arthritis|a heart"
+                    r" condition|high blood pressure|celiac)")),
+    Rule("fact", rx(rf"\bI\s+have\s+(?:a|an|one|two|three|four|five|\d+)\s+(?:\w+\s+)?{_PEOPLE}\b"
+                    rf"|\bmy\s+{_PEOPLE}(?:'s name)?\s+(?:is|are|was|has|have|can't|cannot|doesn't|don't|hates"
+                    r"|loves|likes|needs)\b"), kind="other"),
+    Rule("fact", rx(r"\b(?-i:[A-Z][a-z]+)\s*\((?:my|our)\s+(?:manager|boss|lead|tech lead|mentor|team lead|cto|pm)\)"
+                    r"|\bmy (?:manager|boss|lead|tech lead|mentor|team lead)(?:'s name)?\s+is\s+(?=(?-i:[A-Z]))"),
+         kind="other"),
+    Rule("fact", rx(r"\b(?:he|she|(?-i:[A-Z][a-z]+))\s+(?:owns|leads|runs|maintains|manages|is in charge of"
+                    r"|is responsible for)\b"), kind="other", strong=False),
+    Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:the\s+)?(?:primary\s+|secondary\s+)?on[- ]call\b"
+                    r"|\bI\s+(?:look after|own|maintain|am responsible for|'m responsible for|am in charge of"
+                    r"|'m in charge of|run)\s+(?:the|a|our|my)\b|\b(?:they|he|she)\s+put me on\b"
+                    r"|\bI(?:'m|\s+am)\s+(?:on|in)\s+the\s+[\w-]+\s+team\b")),
+    Rule("fact", rx(r"\b(?:I've|I have|I)\s+(?:already\s+)?(?:read|finished|completed|passed|visited)\s+(?=(?-i:[A-Z]))"
+                    r"|\bevery\s+(?:other|second|third|fourth|\d+(?:st|nd|rd|th))\s+(?:day|week|month|weekend)\b"),
+         strong=False),
+    Rule("fact", rx(r"\b(?:my|our|the) budget(?:'s| is| of)\b"), strong=False),
+    Rule("fact", rx(rf"\b(?:I(?:'m|\s+am)|we(?:'re|\s+are)?){_ADV}\s+(?:building|developing|working on"
+                    r"|maintaining|making|writing)\b"), strong=False),
+    # projects: the stack, structure and conventions of what the user works on
+    Rule("project", rx(r"\b(?:my|our) (?:project|app|application|service|repo|repository|product|startup|company"
+                       r"|team|website|bot|library|tool|side project|cli)\b(?:\s+[\w-]+){0,2}?\s+is (?:called|named)\b"
+                       r"|\bcalling it\b|\bit's called\b")),
+    Rule("project", rx(rf"\b(?:my|our|the)\s+(?:[\w-]+\s+){{0,2}}?{_THING}\b(?:\s+[\w-]+){{0,3}}?\s+(?:uses|use"
+                       r"|is built|are built|is written|are written|runs|run|is deployed|deploys|depends|targets"
+                       r"|is hosted|stores|is on|are on|is|are|'s|has|have|lives?|goes|go|sits?)\b"),
+         strong=False),
+    Rule("fact", rx(rf"\bwe(?:'re|\s+are)?{_ADV}\s+(?:use|using|run|running|deploy|deploying|host|hosting"
+                       r"|on|standardi[sz]ed on|migrated|switched|moved|rely on|build with|ship with)\b"
+                       r"|\bwe\s+(?:\w+\s+){1,3}?with\b|\bwe\s+(?:don't|do not|never)\s+(?:use|run|deploy)\b"),
+         strong=False),
+    Rule("project", rx(r"\b(?:it's|it is|they're|it's going|they go|it goes|it lives|they live)\s+(?:in|under"
+                       r"|into|at)\s+(?=\S*[/.])|\bit is\.?$|\bit is\b(?=\.)|^\w[\w\s-]{0,20}\bit is\b"),
+         strong=False),
+    Rule("project", rx(r"\b(?:is|are) (?:git-?ignored|enabled|disabled|turned on|turned off|on by default|pinned"
+                       r"|required)\b"), strong=False),
+)
+"""English rules, first match wins."""

@@ -1,0 +1,3 @@
+from engram.stores.bench.run import main
+
+raise SystemExit(main())

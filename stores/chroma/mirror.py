@@ -1,0 +1,372 @@
+"""The lexical channel of `ChromaStore`: a `LexicalIndex` mirroring the store's indexed texts.
+
+Every item a put embeds is also a BM25 document (`LexicalIndex`, SQLite FTS5): its text is what
+the item's index fields select (what is embedded), its context the value's `"context"` string if
+it has one (text that helps find the item without being it, such as the messages before an
+archived one). One lexical scope per collection and namespace, so BM25's statistics are a user's
+own and a namespace can be dropped whole.
+
+Consistency with Chroma, in three parts:
+
+- every write journals the ids it is about to change (`LexicalIndex.mark_pending`, committed)
+  before it touches Chroma, and the index write that follows clears them; after a crash, the ids
+  still journaled are re-read from Chroma before their namespace is next searched, whichever of
+  the two writes the crash interrupted;
+- an index file that has never mirrored the collection (new, deleted, or data written by an
+  engram without the lexical channel) is rebuilt from Chroma once;
+- against a Chroma server, which other machines may write to, a namespace is compared with
+  Chroma in full every `refresh_seconds`.
+
+The mirror also lists a namespace's indexed items, which lets a vector search ask Chroma for those
+ids instead of a metadata filter (several times faster), as long as none of them has extra
+vectors (records of their own that the list does not name): a namespace where some item has is
+noted, and searched by metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
+from langgraph.store.base import get_text_at_path, tokenize_path
+
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma.plan import item_document
+from engram.stores.lexical.index import LexicalDocument, LexicalIndex
+from engram.stores.paths import default_data_dir
+
+logger = logging.getLogger(__name__)
+
+MAX_ID_FILTER = 100_000
+"""Above this many ids, a Chroma query filters by namespace metadata instead of by id list."""
+
+REMOTE_REFRESH_SECONDS = 60.0
+"""How often a namespace is compared in full with a Chroma server other machines may write to."""
+
+_READ_CHUNK = 1000
+_SCAN_PAGE = 10_000
+
+Namespace = tuple[str, ...]
+
+
+class LexicalIndexError(RuntimeError):
+    """The lexical index file cannot be read or written."""
+
+
+class LexicalMirror:
+    """Keeps a `LexicalIndex` equal to the lexical documents of a Chroma collection's items.
+
+    Args:
+        index: The BM25 index.
+        collection: The Chroma collection it mirrors.
+        default_paths: The store's index `fields`, for items put without their own.
+        refresh_seconds: Compare a namespace with Chroma in full this often (None: never; right
+            when all writers share this index file).
+    """
+
+    def __init__(
+        self,
+        index: LexicalIndex,
+        collection: Collection,
+        default_paths: list[str],
+        *,
+        refresh_seconds: float | None = None,
+    ) -> None:
+        self.index = index
+        self.collection = collection
+        self.default_paths = default_paths
+        self.refresh_seconds = refresh_seconds
+        self._checked: dict[str, float] = {}
+        self._ids: dict[str, dict[str, None]] = {}
+        self._extras: dict[str, bool] = {}
+        """Scope -> its document ids (an ordered set), kept up to date by this mirror's writes."""
+        self._data_version: int | None = None
+        self._lock = threading.Lock()
+        if self.index.get_meta(self._built_key) is None and collection.count() == 0:
+            self.index.set_meta(self._built_key, str(time.time()))  # nothing to rebuild from
+
+    @property
+    def _built_key(self) -> str:
+        return f"mirrors:{self.collection.id}"
+
+    def scope(self, namespace: Sequence[str]) -> str:
+        """The index scope of a namespace (labels never contain `.`)."""
+        return f"{self.collection.name}/{'.'.join(namespace)}"
+
+    # -- writes (ChromaStore journals, writes Chroma, then applies) ----------------------------
+
+    @contextmanager
+    def writing(self, entries: Iterable[tuple[Namespace, str]]) -> Iterator[None]:
+        """Around a Chroma write of these items: journal them first; if the write fails, their
+        namespaces are repaired from Chroma before they are next searched.
+
+        Raises:
+            LexicalIndexError: The journal cannot be written; the Chroma write does not start.
+        """
+        scopes = self._by_scope(entries)
+        with self._guard("journal a write in"):
+            for scope, ids in scopes.items():
+                self.index.mark_pending(scope, ids)
+        try:
+            yield
+        except BaseException:
+            for scope in scopes:
+                self._checked.pop(scope, None)
+            raise
+
+    def apply(
+        self,
+        upserts: Iterable[tuple[Namespace, LexicalDocument]],
+        deletes: Iterable[tuple[Namespace, str]],
+    ) -> None:
+        """Write the documents Chroma now holds and clear the journal. A failure is logged:
+        the ids stay journaled and are repaired before their namespace is next searched."""
+        docs = self._by_scope(upserts)
+        gone = self._by_scope(deletes)
+        for scope in {*docs, *gone}:
+            try:
+                if gone.get(scope):
+                    self.index.delete(scope, gone[scope])
+                if docs.get(scope):
+                    self.index.upsert(scope, docs[scope])
+                if gone.get(scope) and not docs.get(scope) and self.index.count(scope) == 0:
+                    self.index.drop_scope(scope)
+            except sqlite3.Error:
+                logger.warning(
+                    "lexical index write failed for %s; it is repaired from Chroma before the "
+                    "next search of that namespace",
+                    scope,
+                    exc_info=True,
+                )
+                self._checked.pop(scope, None)
+                self._ids.pop(scope, None)
+                continue
+            if (cached := self._ids.get(scope)) is not None:
+                for item_id in gone.get(scope, ()):
+                    cached.pop(item_id, None)
+                cached.update(dict.fromkeys(d.id for d in docs.get(scope, ())))
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def ensure_fresh(self, namespace: Namespace, now: float) -> None:
+        """Repair what a crash or another writer may have left different, before a search."""
+        scope = self.scope(namespace)
+        with self._lock, self._guard("read"):
+            self._ensure_built(now)
+            checked = self._checked.get(scope)
+            if checked is None:
+                self._repair(scope, self.index.pending().get(scope, []), now)
+            elif (
+                self.refresh_seconds is not None
+                and time.monotonic() - checked > self.refresh_seconds
+            ):
+                self._reconcile(namespace, now)
+            else:
+                return
+            self._checked[scope] = time.monotonic()
+            self._ids.pop(scope, None)
+
+    def _ensure_built(self, now: float) -> None:
+        """Drop caches another process's writes made stale; rebuild an index file that has never
+        mirrored the collection. Call with the lock held."""
+        version = self.index.data_version()
+        if version != self._data_version:  # another process wrote to the index file
+            self._ids.clear()
+            self._extras.clear()
+            self._checked.clear()  # its journal may hold a crashed write to repair
+            self._data_version = version
+        if self.index.get_meta(self._built_key) is None:
+            self._reconcile(None, now)
+            self.index.set_meta(self._built_key, str(time.time()))
+            self._checked.clear()
+
+    def _ids_of(self, scope: str) -> list[str]:
+        """The ids of the scope's items that have vectors (and so a lexical document)."""
+        ids = self._ids.get(scope)
+        if ids is None:
+            with self._guard("read"):
+                ids = self._ids[scope] = dict.fromkeys(self.index.ids(scope))
+        return list(ids)
+
+    def candidate_ids(self, prefix: Namespace, *, exact: bool, now: float) -> list[str] | None:
+        """The indexed items under `prefix` (exactly `prefix` with `exact`), for an id-restricted
+        vector search; None when a metadata filter must do it (extra vectors, too many ids)."""
+        if self.refresh_seconds is not None:
+            return None  # other machines write: only Chroma knows every id at once
+        if exact:
+            scopes = [self.scope(prefix)]
+        else:
+            root = self.scope(prefix)
+            with self._lock, self._guard("read"):
+                self._ensure_built(now)
+                scopes = [
+                    s
+                    for s in self.index.scopes()
+                    if s == root or s.startswith(root if not prefix else root + ".")
+                ]
+        ids: list[str] = []
+        for scope in scopes:
+            self.ensure_fresh(_namespace_of(scope), now)
+            if self.has_extras(scope):
+                return None
+            ids.extend(self._ids_of(scope))
+            if len(ids) > MAX_ID_FILTER:
+                return None
+        return ids
+
+    def has_extras(self, scope: str) -> bool:
+        """Whether some item of the scope has (or had) more than one vector."""
+        if scope not in self._extras:
+            with self._guard("read"):
+                self._extras[scope] = self.index.get_meta(f"extras:{scope}") is not None
+        return self._extras[scope]
+
+    def note_extras(self, namespaces: Iterable[Namespace]) -> None:
+        """Record, before the write, that items of these namespaces get extra vectors."""
+        with self._guard("write"):
+            for scope in {self.scope(namespace) for namespace in namespaces}:
+                if not self.has_extras(scope):
+                    self.index.set_meta(f"extras:{scope}", "1")
+                    self._extras[scope] = True
+
+    def search(self, namespace: Namespace, query: str, limit: int) -> list[tuple[str, float]]:
+        """(item id, BM25 score), best first."""
+        with self._guard("search"):
+            return self.index.search(self.scope(namespace), query, limit=limit)
+
+    def forget_ghosts(self, ids: Sequence[str]) -> None:
+        """Documents of these ids have no item in Chroma: repair them before the next search."""
+        ghosts = set(ids)
+        with self._guard("journal a repair in"):
+            for scope, cached in list(self._ids.items()):
+                if found := [i for i in cached if i in ghosts]:
+                    self.index.mark_pending(scope, found)
+                    self._checked.pop(scope, None)
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def stored_document(self, item_id: str, meta: dict[str, Any]) -> LexicalDocument:
+        """The lexical document of an item as Chroma holds it (its record's metadata)."""
+        value = md.value_of(meta)
+        record = md.record_of(meta)
+        paths = (record.index_paths if record else None) or self.default_paths
+        texts = [
+            text
+            for path in paths
+            for text in get_text_at_path(value, path if path == "$" else tokenize_path(path))
+        ]
+        return item_document(item_id, value, texts)
+
+    # -- private ------------------------------------------------------------------------------
+
+    def _repair(self, scope: str, ids: list[str], now: float) -> None:
+        """Re-read journaled ids from Chroma and write what it holds."""
+        namespace = _namespace_of(scope)
+        docs: list[LexicalDocument] = []
+        found: set[str] = set()
+        for chunk in _chunks(ids):
+            got = self.collection.get(ids=chunk, include=["metadatas"])
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                record = md.record_of(meta)
+                if record is None:
+                    continue
+                if record.has_vectors and not md.expired(meta, now):
+                    docs.append(self.stored_document(item_id, meta))
+                    found.add(item_id)
+                if record.extra_vectors:
+                    self.note_extras([namespace])
+        if ids:
+            logger.info(
+                "lexical index of %s: %d journaled writes repaired from Chroma", scope, len(ids)
+            )
+        self.apply([(namespace, d) for d in docs], [(namespace, i) for i in ids if i not in found])
+
+    def _reconcile(self, namespace: Namespace | None, now: float) -> None:
+        """Compare one namespace (or the whole collection) with Chroma and fix the index."""
+        where = md.combine(md.namespace_clauses(namespace)) if namespace else None
+        wanted: dict[str, dict[str, str]] = {}
+        offset = 0
+        while True:
+            got = self.collection.get(
+                where=where, include=["metadatas"], limit=_SCAN_PAGE, offset=offset
+            )
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                record = md.record_of(meta)
+                if record is not None and record.has_vectors and not md.expired(meta, now):
+                    namespace_of_item = md.namespace_from_metadata(meta)
+                    wanted.setdefault(self.scope(namespace_of_item), {})[item_id] = record.digest
+                    if record.extra_vectors:
+                        self.note_extras([namespace_of_item])
+            if len(got["ids"]) < _SCAN_PAGE:
+                break
+            offset += _SCAN_PAGE
+        scopes = [self.scope(namespace)] if namespace else self.index.scopes()
+        scopes = [s for s in scopes if s.startswith(f"{self.collection.name}/")]
+        for scope in dict.fromkeys([*scopes, *wanted]):
+            want = wanted.get(scope, {})
+            have = self.index.digests(scope)
+            stale = [i for i in have if i not in want]
+            missing = [i for i, digest in want.items() if have.get(i) != digest]
+            if stale or missing:
+                self.index.mark_pending(scope, [*stale, *missing])
+                self._repair(scope, [*stale, *missing], now)
+
+    def _by_scope(self, entries: Iterable[tuple[Namespace, Any]]) -> dict[str, list[Any]]:
+        grouped: dict[str, list[Any]] = {}
+        for namespace, entry in entries:
+            grouped.setdefault(self.scope(namespace), []).append(entry)
+        return grouped
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            where = self.index.path or "memory"
+            raise LexicalIndexError(
+                f"cannot {action} the lexical index ({where}): {exc}; if the file is damaged, "
+                "delete it: it is rebuilt from Chroma"
+            ) from exc
+
+
+def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
+    """Where a store on `client` keeps its lexical index, and how often to compare it in full.
+
+    A `PersistentClient`: `lexical.sqlite3` in its own folder, beside Chroma's files. A Chroma
+    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`, compared
+    every `REMOTE_REFRESH_SECONDS` (other machines may write). Otherwise (an in-memory client):
+    in memory too.
+    """
+    settings = client.get_settings()
+    if settings.chroma_server_host:
+        tenant = getattr(client, "tenant", "default_tenant")
+        database = getattr(client, "database", "default_database")
+        name = (
+            f"{settings.chroma_server_host}-{settings.chroma_server_http_port}-{tenant}-{database}"
+        )
+        folder = (
+            default_data_dir()
+            / "lexical"
+            / "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+        )
+        return LexicalIndex(folder), REMOTE_REFRESH_SECONDS
+    if settings.is_persistent and settings.persist_directory:
+        return LexicalIndex(Path(settings.persist_directory)), None
+    return LexicalIndex(), None
+
+
+def _chunks(ids: list[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), _READ_CHUNK):
+        yield ids[start : start + _READ_CHUNK]
+
+
+def _namespace_of(scope: str) -> Namespace:
+    return tuple(scope.split("/", 1)[1].split("."))

@@ -1,0 +1,571 @@
+"""`ChromaStore`: a LangGraph `BaseStore` over Chroma (embedded, in-memory or a server).
+
+Each item is one record of the collection `<collection>` (its value, namespace, timestamps and
+top-level scalar fields as metadata: `engram.stores.chroma.metadata`) carrying its first vector;
+each further vector is a record `<item id>:<n>` of the same collection
+(`engram.stores.chroma.write`).
+A BM25 index beside the collection mirrors the embedded texts and answers the lexical half of
+`HybridSearchOp` (`engram.stores.chroma.mirror`, `engram.stores.chroma.search`). Only
+`batch`/`abatch` are implemented: every public method of `BaseStore` builds ops and calls them.
+Both share one plan (pure) and one Chroma execution; only the embedding calls differ between
+sync and async.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import chromadb
+import chromadb.errors
+from chromadb.api import ClientAPI
+from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    BaseStore,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+)
+
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma import plan, upgrade
+from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
+from engram.stores.chroma.search import hybrid_search, nearest
+from engram.stores.chroma.write import ChromaWriter
+from engram.stores.lexical.index import LexicalIndex
+from engram.stores.paths import default_chroma_path
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_COLLECTION = "engram"
+_READ_WITH_QUERY = 50
+"""A vector search for at most this many results reads them with the query itself."""
+_POST_FILTER = 4
+"""A filtered vector search first looks at this many times the results it wants, unfiltered,
+and checks the filter itself; only if too few pass does Chroma filter by metadata."""
+_COLLECTION_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9._-]{1,510}[a-zA-Z0-9]")
+
+
+class ChromaStore(BaseStore):
+    """A LangGraph store whose items and vectors live in Chroma.
+
+    Args:
+        client: Any chromadb client (`PersistentClient`, `EphemeralClient`, `HttpClient`).
+            Default: a `PersistentClient` at `path`.
+        path: Folder of the default `PersistentClient`; default `$ENGRAM_DATA_DIR/chroma`,
+            i.e. `./.engram/chroma`.
+        collection: Name of the Chroma collection (3-512 chars of `[a-zA-Z0-9._-]`).
+        index: LangGraph's `IndexConfig` (`dims`, `embed`, `fields`) enabling semantic search.
+        ttl: LangGraph's `TTLConfig`; with `sweep_interval_minutes` a background sweeper starts.
+        lexical: The BM25 index that makes `HybridSearchOp` work (`engram.stores.lexical.hybrid`).
+            None (default, with an `index`): `lexical.sqlite3` beside a `PersistentClient`'s
+            files, a file per server under `$ENGRAM_DATA_DIR/lexical/` for a Chroma server,
+            in memory for an in-memory client. False: no lexical channel.
+
+    Example:
+        >>> import chromadb
+        >>> store = ChromaStore(chromadb.EphemeralClient(), collection="doc-example")
+        >>> store.put(("users", "alice"), "theme", {"value": "dark"})
+        >>> store.get(("users", "alice"), "theme").value
+        {'value': 'dark'}
+        >>> [i.key for i in store.search(("users",), filter={"value": "dark"})]
+        ['theme']
+    """
+
+    supports_ttl: bool = True
+    async_write_chunk: int = 64
+    """Records per Chroma write call in `abatch`. Embedded Chroma holds the GIL for the whole of
+    an insert (chroma-core/chroma#3873, #7692), which stalls the event loop even from a worker
+    thread; small writes bound each stall to a few tens of milliseconds. `batch` writes in
+    Chroma's largest batches, which is faster."""
+
+    def __init__(
+        self,
+        client: ClientAPI | None = None,
+        *,
+        path: str | Path | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        lexical: LexicalIndex | bool | None = None,
+    ) -> None:
+        if client is None:
+            folder = Path(path) if path is not None else default_chroma_path()
+            folder.mkdir(parents=True, exist_ok=True)
+            client = chromadb.PersistentClient(path=str(folder))
+        _check_collection_name(collection)
+        self.client = client
+        self.collection_name = collection
+        self._items = client.get_or_create_collection(
+            collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
+        self._max_batch = client.get_max_batch_size()
+        upgrade.upgrade(self._items, self._max_batch)
+        self.index_config = dict(index) if index else None
+        self.embeddings = ensure_embeddings(index.get("embed")) if index else None
+        self._fields = plan.index_fields(index.get("fields")) if index else None
+        self.lexical: LexicalMirror | None = None
+        self._owns_lexical = False
+        if index and lexical is not False:
+            if isinstance(lexical, LexicalIndex):
+                lexical_index, refresh = lexical, None
+            else:
+                lexical_index, refresh = lexical_index_for(client)
+                self._owns_lexical = True
+            self.lexical = LexicalMirror(
+                lexical_index,
+                self._items,
+                [path for path, _ in self._fields],
+                refresh_seconds=refresh,
+            )
+        self._writer = ChromaWriter(
+            self._items,
+            self.lexical,
+            dims=(index or {}).get("dims"),
+            default_paths=[path for path, _ in self._fields or []],
+            max_batch=self._max_batch,
+        )
+        self.ttl_config = ttl
+        self._sweeper: threading.Thread | None = None
+        self._stop_sweeping = threading.Event()
+        if ttl and ttl.get("sweep_interval_minutes"):
+            self.start_ttl_sweeper()
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        collection: str = DEFAULT_COLLECTION,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        lexical: LexicalIndex | bool | None = None,
+        tenant: str = DEFAULT_TENANT,
+        database: str = DEFAULT_DATABASE,
+        headers: dict[str, str] | None = None,
+    ) -> ChromaStore:
+        """A store on a Chroma server, e.g. `ChromaStore.from_url("http://127.0.0.1:8000")`.
+
+        Raises:
+            ValueError: The URL is not `http(s)://host[:port]`.
+            ConnectionError: No Chroma server answers at that host and port.
+        """
+        parsed = urlparse(url)
+        if parsed.scheme not in {"http", "https"} or not parsed.hostname:
+            raise ValueError(f"Chroma server URL must look like http://host:port, got {url!r}")
+        ssl = parsed.scheme == "https"
+        port = parsed.port or (443 if ssl else 8000)
+        try:
+            client = chromadb.HttpClient(
+                host=parsed.hostname,
+                port=port,
+                ssl=ssl,
+                headers=headers,
+                tenant=tenant,
+                database=database,
+            )
+        except ValueError as exc:
+            raise ConnectionError(
+                f"cannot reach a Chroma server at {parsed.hostname}:{port} ({exc}); "
+                f"start one with `chroma run --host {parsed.hostname} --port {port}` or fix the URL"
+            ) from exc
+        return cls(client, collection=collection, index=index, ttl=ttl, lexical=lexical)
+
+    @property
+    def supports_hybrid(self) -> bool:
+        """Whether `batch` answers `HybridSearchOp` (an index and a lexical channel exist)."""
+        return self.lexical is not None and self.embeddings is not None
+
+    # -- BaseStore -----------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        batch = plan.plan(ops, self._fields)
+        self._read_replaced(batch)
+        texts = batch.flat_texts()
+        doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
+        query_vectors = {
+            q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings
+        }
+        return self._execute(batch, doc_vectors, query_vectors)
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        batch = plan.plan(ops, self._fields)
+        if batch.puts:
+            await asyncio.to_thread(self._read_replaced, batch)
+        texts = batch.flat_texts()
+        doc_vectors: list[list[float]] = []
+        query_vectors: dict[str, list[float]] = {}
+        if self.embeddings and texts:
+            doc_vectors = await self.embeddings.aembed_documents(texts)
+        if self.embeddings and batch.queries:
+            queries = sorted(batch.queries)
+            vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
+            query_vectors = dict(zip(queries, vectors))
+        return await asyncio.to_thread(
+            self._execute, batch, doc_vectors, query_vectors, self.async_write_chunk
+        )
+
+    # -- TTL -----------------------------------------------------------------------------------
+
+    def sweep_ttl(self) -> int:
+        """Delete every expired item and its vectors; returns how many items were deleted."""
+        now = time.time()
+        expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
+        if not expired["ids"]:
+            return 0
+        return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
+        """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
+        if self._sweeper and self._sweeper.is_alive():
+            return
+        interval = (
+            sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        )
+        self._stop_sweeping.clear()
+
+        def loop() -> None:
+            while not self._stop_sweeping.wait(interval * 60):
+                try:
+                    if removed := self.sweep_ttl():
+                        logger.info("TTL sweep removed %d expired items", removed)
+                except Exception:  # a sweep failing must not kill the thread; retried next time
+                    logger.exception("TTL sweep failed")
+
+        self._sweeper = threading.Thread(target=loop, name="engram-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper thread; returns whether it stopped within `timeout` seconds."""
+        if not self._sweeper:
+            return True
+        self._stop_sweeping.set()
+        self._sweeper.join(timeout)
+        stopped = not self._sweeper.is_alive()
+        if stopped:
+            self._sweeper = None
+        return stopped
+
+    def close(self) -> None:
+        """Stop background work and close the lexical index this store opened. The Chroma
+        client itself needs no closing."""
+        self.stop_ttl_sweeper()
+        if self.lexical is not None and self._owns_lexical:
+            self.lexical.index.close()
+
+    # -- execution (the only code that talks to Chroma) ----------------------------------------
+
+    def _execute(
+        self,
+        batch: plan.Plan,
+        doc_vectors: list[list[float]],
+        query_vectors: dict[str, list[float]],
+        write_chunk: int | None = None,
+    ) -> list[Result]:
+        results: list[Result] = [None] * batch.size
+        now = time.time()
+        refresh: dict[str, float] = {}
+        if batch.gets:
+            get_ids = [md.item_id(op.namespace, op.key) for _, op in batch.gets]
+            found = self._fetch_items(get_ids, now)
+            for (i, op), item_id in zip(batch.gets, get_ids):
+                hit = found.get(item_id)
+                results[i] = hit[0] if hit else None
+                if hit and op.refresh_ttl:
+                    _note_refresh(refresh, item_id, hit[1], now)
+        for i, op in batch.searches:
+            hits = self._search(op, query_vectors.get(op.query or ""), now)
+            results[i] = [item for item, _ in hits]
+            if op.refresh_ttl:
+                for item, meta in hits:
+                    _note_refresh(refresh, md.item_id(item.namespace, item.key), meta, now)
+        for i, op in batch.hybrids:
+            if self.lexical is None or op.query not in query_vectors:
+                raise NotImplementedError(
+                    "this ChromaStore has no hybrid search: give it an index config (and do not "
+                    "pass lexical=False)"
+                )
+            results[i] = hybrid_search(
+                op,
+                query_vectors[op.query],
+                collection=self._items,
+                mirror=self.lexical,
+                fetch_items=self._fetch_items,
+                now=now,
+            )
+        for i, op in batch.list_ops:
+            results[i] = self._list_namespaces(op, now)
+        if refresh:
+            ids = list(refresh)
+            for chunk in self._chunks(ids):
+                self._items.update(
+                    ids=chunk, metadatas=[{md.EXPIRES_AT: refresh[i]} for i in chunk]
+                )
+        if batch.puts:
+            self._writer.apply_puts(
+                batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk
+            )
+        return results
+
+    def _read_replaced(self, batch: plan.Plan) -> None:
+        """Read the metadata of the items the batch's puts replace, before anything is embedded:
+        an item whose indexed texts did not change keeps its vectors (no embedding call)."""
+        if not batch.puts:
+            return
+        for chunk in self._chunks(list(batch.ids.values())):
+            got = self._items.get(ids=chunk, include=["metadatas"])
+            batch.previous.update(zip(got["ids"], got["metadatas"]))
+        if reusable := batch.reusable():
+            got = self._items.get(ids=reusable, include=["embeddings"])
+            batch.reused.update(
+                (i, [float(x) for x in v]) for i, v in zip(got["ids"], got["embeddings"])
+            )
+
+    def _fetch_items(
+        self, ids: Sequence[str], now: float
+    ) -> dict[str, tuple[Item, dict[str, Any]]]:
+        """Live items by Chroma id (expired ones are left out), with their metadata."""
+        found: dict[str, tuple[Item, dict[str, Any]]] = {}
+        for chunk in self._chunks(list(dict.fromkeys(ids))):
+            got = self._items.get(ids=chunk, include=["metadatas"])
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                if not md.expired(meta, now):
+                    found[item_id] = (_item(meta), meta)
+        return found
+
+    def _search(
+        self, op: SearchOp, query_vector: list[float] | None, now: float
+    ) -> list[tuple[SearchItem, dict[str, Any]]]:
+        if op.query and query_vector is not None and self.embeddings is not None:
+            return self._vector_search(op, query_vector, now)
+        where = md.combine(md.prefix_clauses(op.namespace_prefix) + md.filter_clauses(op.filter))
+        got = self._items.get(where=where, include=["metadatas"])
+        rows = [
+            (i, m)
+            for i, m in zip(got["ids"], got["metadatas"])
+            if md.ITEM_ID not in m and not md.expired(m, now)
+        ]
+        updated = {i: _record(m).updated_at for i, m in rows}
+        rows.sort(key=lambda row: (updated[row[0]], row[0]), reverse=True)
+        return self._page([item_id for item_id, _ in rows], {}, op, now)
+
+    def _vector_search(
+        self, op: SearchOp, query_vector: list[float], now: float
+    ) -> list[tuple[SearchItem, dict[str, Any]]]:
+        if op.limit <= 0:
+            return []
+        wanted = op.offset + op.limit
+        where = md.filter_clauses(op.filter)
+        if where and self.lexical is not None:
+            # First the namespace's nearest items, found among its ids (from the BM25 mirror)
+            # and filtered here: far faster than Chroma's metadata filter when most items pass.
+            hits, exhausted = self._nearest_page(op, query_vector, _POST_FILTER * wanted, [], now)
+            if exhausted or len(hits) >= op.limit:
+                return hits
+        n = wanted
+        while True:
+            hits, exhausted = self._nearest_page(op, query_vector, n, where, now)
+            if exhausted or len(hits) >= op.limit:
+                return hits
+            n *= 4
+
+    def _nearest_page(
+        self,
+        op: SearchOp,
+        query_vector: list[float],
+        n: int,
+        where: list[dict[str, Any]],
+        now: float,
+    ) -> tuple[list[tuple[SearchItem, dict[str, Any]]], bool]:
+        """The page of `op` among the `n` nearest records passing `where`, and whether the
+        namespace ran out of records before `n`."""
+        scores, exhausted, records = nearest(
+            self._items,
+            self.lexical,
+            op.namespace_prefix,
+            query_vector,
+            n,
+            exact=False,
+            where=where,
+            now=now,
+            read=n <= _READ_WITH_QUERY,
+        )
+        ranked = sorted(scores, key=scores.__getitem__, reverse=True)
+        known = {i: (_item(meta), meta) for i, meta in records.items()}
+        return self._page(ranked, scores, op, now, known), exhausted
+
+    def _page(
+        self,
+        ranked_ids: list[str],
+        scores: dict[str, float],
+        op: SearchOp,
+        now: float,
+        known: dict[str, tuple[Item, dict[str, Any]]] | None = None,
+    ) -> list[tuple[SearchItem, dict[str, Any]]]:
+        """Walk ids in rank order, keep items whose values pass the filter, cut offset/limit.
+
+        With scores (a vector search), items whose vector is a placeholder are skipped. Items
+        in `known` (already read with the query) are not read again.
+        """
+        wanted = op.offset + op.limit
+        kept: list[tuple[SearchItem, dict[str, Any]]] = []
+        step = max(wanted * 2, 64) if op.filter else wanted
+        position = 0
+        while position < len(ranked_ids) and len(kept) < wanted:
+            ids = ranked_ids[position : position + step]
+            position += len(ids)
+            known = known or {}
+            found = {**known, **self._fetch_items([i for i in ids if i not in known], now)}
+            for item_id in ids:
+                if item_id not in found:
+                    continue
+                item, meta = found[item_id]
+                if scores and not _record(meta).has_vectors:
+                    continue
+                if md.matches_filter(item.value, op.filter):
+                    kept.append((_search_item(item, scores.get(item_id)), meta))
+        return kept[op.offset : wanted]
+
+    def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
+        clauses: list[dict[str, Any]] = []
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                clauses += md.prefix_clauses(md.literal_prefix(tuple(condition.path)))
+        got = self._items.get(where=md.combine(clauses), include=["metadatas"])
+        namespaces = {
+            md.namespace_from_metadata(meta)
+            for meta in got["metadatas"]
+            if md.ITEM_ID not in meta and not md.expired(meta, now)
+        }
+        conditions = op.match_conditions or ()
+        matching = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
+        if op.max_depth is not None:
+            matching = list({ns[: op.max_depth] for ns in matching})
+        return sorted(matching)[op.offset : op.offset + op.limit]
+
+    def _vectors_by_item(
+        self, batch: plan.Plan, doc_vectors: list[list[float]]
+    ) -> dict[str, list[list[float]]]:
+        dims = (self.index_config or {}).get("dims")
+        for vector in doc_vectors:
+            if dims and len(vector) != dims:
+                raise ValueError(
+                    f"the embedding function returned {len(vector)}-dimensional vectors but the "
+                    f"index config says dims={dims}: fix `dims` or the `embed` function"
+                )
+        by_item: dict[str, list[list[float]]] = {}
+        position = 0
+        for item_id, texts in batch.texts.items():
+            if item_id not in batch.reused:
+                by_item[item_id] = doc_vectors[position : position + len(texts)]
+                position += len(texts)
+        return by_item
+
+    def _chunks(self, rows: list[Any], size: int | None = None) -> Iterator[list[Any]]:
+        size = min(size or self._max_batch, self._max_batch)
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+
+
+def make_store() -> ChromaStore:
+    """engram's default store, and the zero-argument factory `langgraph.json` names.
+
+    A Chroma server when `$ENGRAM_CHROMA_URL` is set, else the embedded `PersistentClient` in
+    the data folder, with `default_index()`: the local all-MiniLM-L6-v2 embeddings on each
+    item's `content`.
+    """
+    index = default_index()
+    if url := os.environ.get("ENGRAM_CHROMA_URL"):
+        return ChromaStore.from_url(url, index=index)
+    return ChromaStore(index=index)
+
+
+def default_index(embeddings: Embeddings | None = None) -> IndexConfig:
+    """engram's index config: `embeddings` (default: a warmed-up `LocalEmbeddings`, so that the
+    first recall of a process does not pay for loading the model) on each item's `content`,
+    which is what memories and archived messages hold."""
+    if embeddings is None:
+        from engram.stores.embeddings import LocalEmbeddings
+
+        embeddings = LocalEmbeddings()
+        embeddings.embed_query("warm-up")
+    dims = getattr(embeddings, "dims", None) or len(embeddings.embed_query("dims"))
+    return {"dims": dims, "embed": embeddings, "fields": ["content"]}
+
+
+# -- small helpers -----------------------------------------------------------------------------
+
+
+def _check_collection_name(name: str) -> None:
+    if not _COLLECTION_NAME.fullmatch(name):
+        raise ValueError(
+            f"invalid collection name {name!r}: use 3-512 characters of [a-zA-Z0-9._-], "
+            "starting and ending with a letter or digit"
+        )
+
+
+def _note_refresh(
+    refresh: dict[str, float], item_id: str, meta: dict[str, Any], now: float
+) -> None:
+    if (minutes := _record(meta).ttl_minutes) is not None:
+        refresh[item_id] = now + float(minutes) * 60
+
+
+def _timestamp(value: float) -> datetime:
+    return datetime.fromtimestamp(value, tz=timezone.utc)
+
+
+def _record(meta: dict[str, Any]) -> md.ItemRecord:
+    record = md.record_of(meta)
+    if record is None:
+        raise ValueError(f"Chroma record with metadata {meta}: {md.FOREIGN_RECORD}")
+    return record
+
+
+def _item(meta: dict[str, Any]) -> Item:
+    record = _record(meta)
+    return Item(
+        value=md.value_of(meta),
+        key=record.key,
+        namespace=md.namespace_from_metadata(meta),
+        created_at=_timestamp(record.created_at),
+        updated_at=_timestamp(record.updated_at),
+    )
+
+
+def _search_item(item: Item, score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=item.namespace,
+        key=item.key,
+        value=item.value,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        score=score,
+    )
+
+
+def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+    if not path:
+        return True
+    return all(p == "*" or p == n for p, n in zip(path, part))

@@ -1,0 +1,259 @@
+"""How `ChromaStore` writes: puts and deletes as Chroma records, and the lexical index beside them.
+
+Each item is one record (its value, namespace, timestamps and top-level scalar fields as
+metadata: `engram.stores.chroma.metadata`) carrying its first vector; each further vector is a
+record of its own (`<item id>:<n>`) pointing back at the item. An item with nothing to embed
+carries a placeholder vector that is never scored. A put whose indexed texts did not change keeps
+its vectors (the plan read them before embedding). With a lexical index, the ids a write touches
+are journaled before Chroma is written and the index is written after
+(`engram.stores.chroma.mirror`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+import chromadb.errors
+import numpy as np
+from chromadb.api.models.Collection import Collection
+from langgraph.store.base import PutOp
+
+from engram.stores.chroma import metadata as md
+from engram.stores.chroma.mirror import LexicalMirror
+from engram.stores.chroma.plan import Plan
+from engram.stores.lexical.index import LexicalDocument
+
+
+class ChromaWriter:
+    """Applies a planned batch's puts, and deletes swept items, on one collection.
+
+    Args:
+        collection: The store's Chroma collection.
+        lexical: The lexical mirror, if the store has one.
+        dims: The index's vector size (placeholders need it); None without an index.
+        default_paths: The store's index fields (a put naming others records them).
+        max_batch: The client's largest write.
+    """
+
+    def __init__(
+        self,
+        collection: Collection,
+        lexical: LexicalMirror | None,
+        *,
+        dims: int | None,
+        default_paths: list[str],
+        max_batch: int,
+    ) -> None:
+        self.collection = collection
+        self.lexical = lexical
+        self.dims = dims
+        self.default_paths = default_paths
+        self.max_batch = max_batch
+
+    def apply_puts(
+        self,
+        batch: Plan,
+        vectors: dict[str, list[list[float]]],
+        now: float,
+        write_chunk: int | None = None,
+    ) -> None:
+        """Write the batch's puts: items, their vectors, deletions, then the lexical index."""
+        ops = list(batch.puts.values())
+        ids = [batch.ids[(op.namespace, op.key)] for op in ops]
+        previous = batch.previous
+        records = {i: md.record_of(meta) for i, meta in previous.items()}
+        writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
+        counts = {
+            i: 1 + records[i].extra_vectors if i in batch.reused else len(vectors.get(i, ()))
+            for _, i in writes
+        }
+        documents = batch.documents
+        metadatas = [
+            _item_metadata(
+                op,
+                previous.get(i),
+                records.get(i),
+                counts[i],
+                documents.get(i),
+                self._own_paths(op),
+                now,
+            )
+            for op, i in writes
+        ]
+        rows = [
+            (i, meta, self._first_vector(i, batch, vectors))
+            for (_, i), meta in zip(writes, metadatas)
+        ]
+        legacy = {i for i, record in records.items() if record and record.legacy_document}
+        extra = [
+            (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
+            for (_, i), meta in zip(writes, metadatas)
+            for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
+        ]
+        kept_extra = [  # vectors kept, but their copies of the value's fields must follow it
+            (md.extra_id(i, n), {**_searchable(meta), md.ITEM_ID: i})
+            for (_, i), meta in zip(writes, metadatas)
+            if i in batch.reused
+            for n in range(1, counts[i])
+        ]
+        stale = [
+            md.extra_id(i, n)
+            for i in ids
+            if (record := records.get(i)) is not None
+            for n in range(max(counts.get(i, 0), 1), record.extra_vectors + 1)
+        ]
+        deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
+        indexed = {i for i, record in records.items() if record is not None and record.has_vectors}
+        touched = [(op.namespace, i) for op, i in zip(ops, ids) if i in documents or i in indexed]
+        if self.lexical is not None and extra:  # before the write: searches must know
+            self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
+        with self._journaled(touched):
+            for chunk in self._chunks([row for row in rows if row[0] not in legacy], write_chunk):
+                ids_, metas, embeddings = (list(col) for col in zip(*chunk))
+                self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
+            for chunk in self._chunks([row for row in rows if row[0] in legacy], write_chunk):
+                ids_, metas, embeddings = (list(col) for col in zip(*chunk))
+                self._upsert(  # their old documents hold the value they replace: emptied
+                    ids=ids_, metadatas=metas, embeddings=embeddings, documents=[""] * len(ids_)
+                )
+            for chunk in self._chunks(extra, write_chunk):
+                ids_, embeddings, metas = (list(col) for col in zip(*chunk))
+                self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
+            for chunk in self._chunks(kept_extra, write_chunk):
+                ids_, metas = (list(col) for col in zip(*chunk))
+                self.collection.update(ids=ids_, metadatas=metas)
+            for chunk in self._chunks(deleted + stale):
+                self.collection.delete(ids=chunk)
+        if self.lexical is not None:  # every written document, even an unchanged one: the
+            self.lexical.apply(  # metadata read before the write may be another writer's by now
+                upserts=[(op.namespace, documents[i]) for op, i in writes if i in documents],
+                deletes=[
+                    (op.namespace, i)
+                    for op, i in zip(ops, ids)
+                    if i not in documents and i in indexed
+                ],
+            )
+
+    def delete_expired(self, now: float, metadata_by_id: dict[str, dict[str, Any]]) -> int:
+        """Delete the items read as expired at `now` (their metadata) that still are, then the
+        extra vectors of those deleted (an orphan vector is never returned); returns how many.
+
+        A put since the read may have renewed an item: Chroma itself deletes by `expires_at`,
+        and an item still there afterwards keeps its vectors (its BM25 document, journaled, is
+        re-read from Chroma before its namespace is next searched).
+        """
+        indexed = {
+            i: md.namespace_from_metadata(meta)
+            for i, meta in metadata_by_id.items()
+            if (record := md.record_of(meta)) is not None and record.has_vectors
+        }
+        with self._journaled([(namespace, i) for i, namespace in indexed.items()]):
+            self.collection.delete(where={md.EXPIRES_AT: {"$lt": now}})
+            renewed = {
+                i
+                for chunk in self._chunks(list(metadata_by_id))
+                for i in self.collection.get(ids=chunk, include=[])["ids"]
+            }
+            gone = [i for i in metadata_by_id if i not in renewed]
+            extra = [
+                md.extra_id(i, n)
+                for i in gone
+                if (record := md.record_of(metadata_by_id[i])) is not None
+                for n in range(1, record.extra_vectors + 1)
+            ]
+            for chunk in self._chunks(extra):
+                self.collection.delete(ids=chunk)
+        if self.lexical is not None:
+            self.lexical.apply([], [(indexed[i], i) for i in gone if i in indexed])
+        return len(gone)
+
+    # -- private ------------------------------------------------------------------------------
+
+    def _journaled(
+        self, entries: list[tuple[tuple[str, ...], str]]
+    ) -> AbstractContextManager[None]:
+        return self.lexical.writing(entries) if self.lexical is not None else nullcontext()
+
+    def _first_vector(
+        self, item_id: str, batch: Plan, vectors: dict[str, list[list[float]]]
+    ) -> list[float]:
+        """The vector riding on the item record: new, kept, or a placeholder."""
+        if item_id in batch.reused:
+            return batch.reused[item_id]
+        return (vectors.get(item_id) or [self._placeholder(item_id)])[0]
+
+    def _own_paths(self, op: PutOp) -> list[str] | None:
+        """The put's index fields when they are not the store's (recorded for repairs)."""
+        return (
+            list(op.index)
+            if isinstance(op.index, list) and op.index != self.default_paths
+            else None
+        )
+
+    def _upsert(self, **columns: Any) -> None:
+        try:
+            self.collection.upsert(**columns)
+        except chromadb.errors.InvalidArgumentError as exc:
+            if "dimension" not in str(exc).lower():
+                raise
+            raise ValueError(
+                f"collection {self.collection.name!r} holds vectors of another size ({exc}); the "
+                "index config's dims must match the collection's: use another collection name"
+            ) from exc
+
+    def _placeholder(self, item_id: str) -> list[float]:
+        """A stand-in vector for an item with nothing to embed: never scored (metadata says so),
+        and a fixed pseudo-random direction per item so that placeholders don't cluster."""
+        dims = self.dims or 1
+        if dims == 1:
+            return [1.0]
+        vector = np.random.default_rng(int(item_id[:15], 16)).standard_normal(dims)
+        return (vector / np.linalg.norm(vector)).tolist()
+
+    def _chunks(self, rows: list[Any], size: int | None = None) -> Iterator[list[Any]]:
+        size = min(size or self.max_batch, self.max_batch)
+        for start in range(0, len(rows), size):
+            yield rows[start : start + size]
+
+
+def _item_metadata(
+    op: PutOp,
+    previous: dict[str, Any] | None,
+    replaced: md.ItemRecord | None,
+    vector_count: int,
+    document: LexicalDocument | None,
+    own_paths: list[str] | None,
+    now: float,
+) -> dict[str, Any]:
+    """The metadata of a put's item record; `previous` is the metadata it replaces (its fields
+    that the put no longer has are removed) and `replaced` that metadata's `ItemRecord`."""
+    digest = document.digest if document is not None and vector_count else None
+    record = md.ItemRecord(
+        key=op.key,
+        created_at=replaced.created_at if replaced is not None else now,
+        updated_at=now,
+        digest=digest,
+        extra_vectors=vector_count - 1 if digest else 0,
+        index_paths=own_paths if digest else None,
+        ttl_minutes=float(op.ttl) if op.ttl is not None else None,
+    )
+    meta: dict[str, Any] = {
+        **md.namespace_metadata(op.namespace),
+        md.VALUE: json.dumps(op.value, ensure_ascii=False),
+        md.RECORD: record.to_json(),
+        **md.value_metadata(op.value or {}),
+    }
+    if op.ttl is not None:
+        meta[md.EXPIRES_AT] = now + float(op.ttl) * 60
+    for stale in set(previous or {}) - set(meta):
+        meta[stale] = None  # Chroma merges metadata on upsert; None removes the old field
+    return meta
+
+
+def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
+    """The metadata an extra vector copies from its item, so the same `where` selects both
+    (with the item's None values, which remove fields the item no longer has)."""
+    return {k: v for k, v in meta.items() if k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX))}

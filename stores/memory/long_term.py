@@ -1,0 +1,407 @@
+"""`LongTermMemory`: a user's long-term memories in any LangGraph `BaseStore`, with their read/write policy.
+
+Recall finds candidates through two channels when the store offers hybrid search (`ChromaStore`:
+BM25 over its lexical index, and embeddings), fuses them (relative score fusion), ranks current,
+non-forgotten memories by DESIGN's combined score (0.6 relevance + 0.25 importance + 0.15
+recency, half-life 30 days, counted from the last update or recall) and updates their access
+statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
+a store without hybrid search, relevance is the embedding similarity alone. Writes go
+through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
+similarity, add), are idempotent, and record provenance (source thread and message ids).
+
+The logic lives once, as pure steps in `engram.stores.memory.policy`; the async methods drive it
+with `store.abatch` and the sync ones with `store.batch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+
+from langgraph.store.base import BaseStore, SearchItem
+
+from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
+from engram.stores.lexical.hybrid import supports_hybrid
+from engram.stores.memory.policy import (
+    PolicySettings,
+    get_steps,
+    list_steps,
+    set_forgotten_steps,
+    upsert_steps,
+)
+from engram.stores.memory.recall import (
+    RecallSettings,
+    episode_search_steps,
+    search_steps,
+    touch_steps,
+)
+from engram.stores.memory.restore import RestoreResult, delete_memory_steps, restore_steps
+from engram.stores.memory.types import (
+    CATEGORIES,
+    DEFAULT_IMPORTANCE,
+    Category,
+    Memory,
+    MemoryCandidate,
+    ScoredMemory,
+    ScoreWeights,
+    WriteResult,
+    combined_score,
+    content_hash,
+    utc_now,
+)
+from engram.stores.namespaces import (
+    EPISODE_NAMESPACE,
+    HASH_NAMESPACE,
+    MEMORY_NAMESPACE,
+    episode_namespace,
+    hash_namespace,
+    memory_namespace,
+)
+from engram.stores.steps import Steps, arun_steps, run_steps
+
+
+class LongTermMemory:
+    """A user's long-term memories in a LangGraph store, with recall ranking and the write policy.
+
+    Args:
+        store: Any `BaseStore` with an index on `content` (`ChromaStore`, or `InMemoryStore`
+            with `index={"dims": ..., "embed": ..., "fields": ["content"]}`).
+        duplicate_threshold: Similarity at or above which a candidate merges into a memory of the
+            same category (DESIGN: 0.9).
+        min_importance: Candidates below this importance are dropped (DESIGN: 0.5).
+        min_similarity: Recall ignores memories less similar than this to the query. The right
+            floor depends on the embedder (seed 000's 0.6 is for OpenAI embeddings); 0 keeps all.
+        weights: Weights of the combined recall score.
+        half_life_days: Half-life of the recency term.
+        pool_factor: Candidates fetched per requested result before re-ranking by the
+            combined score (seed 002: 3).
+        fusion: How the lexical and dense channels are fused (`engram.stores.lexical.fusion`).
+        lexical_weight: The lexical channel's share of the fused relevance.
+        depth: Candidates taken from each channel of a hybrid search.
+        clock: Returns the current time (timezone-aware); tests pass a fixed one.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> ltm = LongTermMemory(InMemoryStore())
+        >>> c = MemoryCandidate(content="I prefer dark mode in every editor", category="preference")
+        >>> [r.action for r in ltm.upsert("alice", [c], thread_id="t1", message_ids=["m1"])]
+        ['created']
+        >>> [r.action for r in ltm.upsert("alice", [c], thread_id="t1", message_ids=["m1"])]
+        ['unchanged']
+    """
+
+    def __init__(
+        self,
+        store: BaseStore,
+        *,
+        duplicate_threshold: float = 0.9,
+        min_importance: float = 0.5,
+        min_similarity: float = 0.0,
+        weights: ScoreWeights = ScoreWeights(),
+        half_life_days: float = 30.0,
+        pool_factor: int = 3,
+        fusion: FusionMethod = "relative",
+        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
+        depth: int = 50,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.store = store
+        self.policy = PolicySettings(
+            duplicate_threshold=duplicate_threshold, min_importance=min_importance
+        )
+        self.recall = RecallSettings(
+            weights=weights,
+            half_life_days=half_life_days,
+            min_similarity=min_similarity,
+            pool_factor=pool_factor,
+            hybrid=supports_hybrid(store),
+            fusion=fusion,
+            lexical_weight=lexical_weight,
+            depth=depth,
+        )
+        self.clock = clock
+
+    namespace = staticmethod(memory_namespace)
+    """Where a user's memories live: `("memories", user_id)`."""
+    episode_namespace = staticmethod(episode_namespace)
+    """Where a user's archived messages live: `("episodes", user_id)`."""
+    hash_namespace = staticmethod(hash_namespace)
+    """Where a user's exact-duplicate registry lives: `("memory_hashes", user_id)`."""
+
+    # -- recall -------------------------------------------------------------------------------
+
+    async def asearch(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Recall the `k` memories that best match `query`, best first.
+
+        Args:
+            user_id: Whose memories.
+            query: What to match (e.g. the current message and the 3 before it).
+            k: How many at most.
+            categories: Only these categories (all when None).
+            include_superseded: Also memories replaced by a newer value of their `key`.
+            include_forgotten: Also soft-deleted memories.
+            touch: Count this recall in `access_count` / `last_accessed` of the results.
+        """
+        return await arun_steps(
+            self.store,
+            self._search(
+                user_id, query, k, categories, include_superseded, include_forgotten, touch
+            ),
+        )
+
+    def search(
+        self,
+        user_id: str,
+        query: str,
+        k: int = 5,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Sync `asearch`."""
+        return run_steps(
+            self.store,
+            self._search(
+                user_id, query, k, categories, include_superseded, include_forgotten, touch
+            ),
+        )
+
+    async def asearch_episodes(
+        self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
+    ) -> list[SearchItem]:
+        """Recall archived messages: the `k` best matches of `query` that are at least
+        `min_similarity` similar to it, best first; their `score` is the fused relevance."""
+        return await arun_steps(
+            self.store, self._search_episodes(user_id, query, k, min_similarity)
+        )
+
+    def search_episodes(
+        self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
+    ) -> list[SearchItem]:
+        """Sync `asearch_episodes`."""
+        return run_steps(self.store, self._search_episodes(user_id, query, k, min_similarity))
+
+    async def atouch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """Count a recall of these memories (`access_count`, `last_accessed`), for recalls made
+        with `touch=False`; unknown ids are skipped. Returns the memories as stored now."""
+        return await arun_steps(self.store, self._touch(user_id, memory_ids))
+
+    def touch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
+        """Sync `atouch`."""
+        return run_steps(self.store, self._touch(user_id, memory_ids))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    async def aupsert(
+        self,
+        user_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        thread_id: str | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> list[WriteResult]:
+        """Write candidates through the write policy, in order; one result per candidate.
+
+        Args:
+            user_id: Whose memories.
+            candidates: What extraction proposed (or what a person added by hand).
+            thread_id: The conversation they came from (provenance).
+            message_ids: The messages they came from, unless a candidate names its own.
+        """
+        return await arun_steps(
+            self.store, self._upsert(user_id, candidates, thread_id, message_ids)
+        )
+
+    def upsert(
+        self,
+        user_id: str,
+        candidates: Sequence[MemoryCandidate],
+        *,
+        thread_id: str | None = None,
+        message_ids: Sequence[str] = (),
+    ) -> list[WriteResult]:
+        """Sync `aupsert`."""
+        return run_steps(self.store, self._upsert(user_id, candidates, thread_id, message_ids))
+
+    # -- management (issue 5 extends these) ---------------------------------------------------
+
+    async def aget(self, user_id: str, memory_id: str) -> Memory | None:
+        """One memory by id (any status), or None."""
+        return await arun_steps(self.store, get_steps(self.namespace(user_id), memory_id))
+
+    def get(self, user_id: str, memory_id: str) -> Memory | None:
+        """Sync `aget`."""
+        return run_steps(self.store, get_steps(self.namespace(user_id), memory_id))
+
+    async def alist(
+        self,
+        user_id: str,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """A user's memories, most recently updated first."""
+        return await arun_steps(
+            self.store,
+            list_steps(
+                self.namespace(user_id),
+                categories=categories,
+                include_superseded=include_superseded,
+                include_forgotten=include_forgotten,
+                limit=limit,
+                offset=offset,
+            ),
+        )
+
+    def list(
+        self,
+        user_id: str,
+        *,
+        categories: Iterable[Category] | None = None,
+        include_superseded: bool = False,
+        include_forgotten: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Sync `alist`."""
+        return run_steps(
+            self.store,
+            list_steps(
+                self.namespace(user_id),
+                categories=categories,
+                include_superseded=include_superseded,
+                include_forgotten=include_forgotten,
+                limit=limit,
+                offset=offset,
+            ),
+        )
+
+    async def aforget(self, user_id: str, memory_id: str) -> Memory | None:
+        """Soft-delete: kept and restorable, no longer recalled. None if there is no such memory."""
+        return await arun_steps(self.store, self._forget(user_id, memory_id))
+
+    def forget(self, user_id: str, memory_id: str) -> Memory | None:
+        """Sync `aforget`."""
+        return run_steps(self.store, self._forget(user_id, memory_id))
+
+    async def arestore(self, user_id: str, memory_id: str) -> RestoreResult | None:
+        """Undo `forget` and what maintenance did to a memory: forgotten -> active, a lowered
+        importance -> the old one, compressed -> current again (`engram.stores.memory.restore`).
+        None if there is no such memory."""
+        return await arun_steps(self.store, self._restore(user_id, memory_id))
+
+    def restore(self, user_id: str, memory_id: str) -> RestoreResult | None:
+        """Sync `arestore`."""
+        return run_steps(self.store, self._restore(user_id, memory_id))
+
+    async def adelete(self, user_id: str, memory_id: str) -> bool:
+        """Delete for good (not restorable), with its duplicate records and maintenance journal
+        entry. False if there was no such memory."""
+        return await arun_steps(self.store, delete_memory_steps(user_id, memory_id))
+
+    def delete(self, user_id: str, memory_id: str) -> bool:
+        """Sync `adelete`."""
+        return run_steps(self.store, delete_memory_steps(user_id, memory_id))
+
+    # -- shared step builders and the two drivers ---------------------------------------------
+
+    def _search(
+        self,
+        user_id: str,
+        query: str,
+        k: int,
+        categories: Iterable[Category] | None,
+        include_superseded: bool,
+        include_forgotten: bool,
+        touch: bool,
+    ) -> Steps[list[ScoredMemory]]:
+        return search_steps(
+            self.namespace(user_id),
+            query,
+            k,
+            categories=list(categories) if categories else None,
+            include_superseded=include_superseded,
+            include_forgotten=include_forgotten,
+            touch=touch,
+            now=self.clock(),
+            settings=self.recall,
+        )
+
+    def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:
+        touched = yield from touch_steps(self.namespace(user_id), memory_ids, now=self.clock())
+        return list(touched.values())
+
+    def _search_episodes(
+        self, user_id: str, query: str, k: int, min_similarity: float
+    ) -> Steps[list[SearchItem]]:
+        return episode_search_steps(
+            self.episode_namespace(user_id),
+            query,
+            k,
+            min_similarity=min_similarity,
+            settings=self.recall,
+        )
+
+    def _upsert(
+        self,
+        user_id: str,
+        candidates: Sequence[MemoryCandidate],
+        thread_id: str | None,
+        message_ids: Sequence[str],
+    ) -> Steps[list[WriteResult]]:
+        namespace, hashes = self.namespace(user_id), self.hash_namespace(user_id)
+        now = self.clock().isoformat()
+        results = []
+        for candidate in candidates:
+            result = yield from upsert_steps(
+                namespace,
+                hashes,
+                candidate,
+                thread_id=thread_id,
+                message_ids=list(message_ids),
+                now=now,
+                settings=self.policy,
+            )
+            results.append(result)
+        return results
+
+    def _forget(self, user_id: str, memory_id: str) -> Steps[Memory | None]:
+        return set_forgotten_steps(
+            self.namespace(user_id), memory_id, forgotten=True, now=self.clock().isoformat()
+        )
+
+    def _restore(self, user_id: str, memory_id: str) -> Steps[RestoreResult | None]:
+        return restore_steps(user_id, memory_id, self.clock().isoformat())
+
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_IMPORTANCE",
+    "EPISODE_NAMESPACE",
+    "HASH_NAMESPACE",
+    "MEMORY_NAMESPACE",
+    "Category",
+    "LongTermMemory",
+    "Memory",
+    "MemoryCandidate",
+    "ScoreWeights",
+    "ScoredMemory",
+    "WriteResult",
+    "combined_score",
+    "content_hash",
+]

@@ -1,0 +1,182 @@
+"""Recall ranking as pure steps over store operations (DESIGN "Defaults": the combined score).
+
+Candidates come from a `HybridSearchOp` when the store answers one (BM25 and embeddings, fused),
+else from a plain `SearchOp`; memories are then ranked by `0.6 relevance + 0.25 importance +
+0.15 recency`, recency counted from the later of the last update and the last recall.
+`LongTermMemory` drives these steps with `store.batch` or `store.abatch`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from langgraph.store.base import GetOp, SearchItem, SearchOp
+
+from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
+from engram.stores.lexical.hybrid import HybridHit, HybridSearchOp
+from engram.stores.memory.policy import status_filter
+from engram.stores.memory.types import (
+    Memory,
+    ScoredMemory,
+    ScoreWeights,
+    combined_score,
+    memory_put,
+    parse_time,
+    recency,
+)
+from engram.stores.steps import Steps
+
+
+@dataclass(frozen=True)
+class RecallSettings:
+    """How recall ranks (DESIGN "Defaults": combined score, half-life 30 days)."""
+
+    weights: ScoreWeights = ScoreWeights()
+    half_life_days: float = 30.0
+    min_similarity: float = 0.0
+    pool_factor: int = 3
+    """Candidates fetched from the store per result before re-ranking by the combined score
+    (seed 002: 3 × k); a hybrid search fuses its channels over `depth` candidates each first."""
+    hybrid: bool = False
+    """The store answers `HybridSearchOp`: lexical and dense candidates are fused."""
+    fusion: FusionMethod = "relative"
+    lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
+    depth: int = 50
+    """Candidates per channel of a hybrid search."""
+
+
+def search_steps(
+    namespace: tuple[str, ...],
+    query: str,
+    k: int,
+    *,
+    categories: Iterable[str] | None,
+    include_superseded: bool,
+    include_forgotten: bool,
+    touch: bool,
+    now: datetime,
+    settings: RecallSettings,
+) -> Steps[list[ScoredMemory]]:
+    """Recall: candidates matching the query (both channels fused when the store can), re-ranked
+    by the combined score, then touched."""
+    if k <= 0:
+        return []
+    flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
+    filters = [{**flt, "category": c} for c in categories] if categories else [flt]
+    matches = yield from _match_steps(
+        namespace, query, filters, max(k * settings.pool_factor, k), settings
+    )
+    scored = []
+    for item, similarity, relevance in matches:
+        memory = Memory.from_item(item)
+        if similarity < settings.min_similarity:
+            continue
+        rec = recency(_last_used(memory), now, settings.half_life_days)
+        score = combined_score(relevance, memory.importance, rec, settings.weights)
+        scored.append(ScoredMemory(memory, score, similarity, rec, relevance))
+    scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
+    top = scored[:k]
+    if touch and top:
+        touched = yield from touch_steps(namespace, [s.memory.id for s in top], now=now)
+        top = [replace(s, memory=touched[s.memory.id]) for s in top if s.memory.id in touched]
+    return top
+
+
+def touch_steps(
+    namespace: tuple[str, ...], memory_ids: Iterable[str], *, now: datetime
+) -> Steps[dict[str, Memory]]:
+    """Count one recall of each memory: `access_count` + 1, `last_accessed` = now.
+
+    The memories are read again right before the write, so that a change made since they were
+    recalled (a merge, a supersede) is kept. Returns the touched memories by id (unknown ids
+    are skipped).
+    """
+    ids = list(dict.fromkeys(memory_ids))
+    if not ids:
+        return {}
+    found = yield [GetOp(namespace, i) for i in ids]
+    stamp = now.isoformat()
+    touched = [
+        m.model_copy(update={"access_count": m.access_count + 1, "last_accessed": stamp})
+        for m in (Memory.from_item(item) for item in found if item is not None)
+    ]
+    if touched:
+        yield [memory_put(namespace, m) for m in touched]
+    return {m.id: m for m in touched}
+
+
+def episode_search_steps(
+    namespace: tuple[str, ...],
+    query: str,
+    k: int,
+    *,
+    min_similarity: float,
+    settings: RecallSettings,
+) -> Steps[list[SearchItem]]:
+    """Archived messages best matching `query` (both channels fused when the store can), each at
+    least `min_similarity` similar; their `score` is the fused relevance."""
+    if k <= 0 or not query.strip():
+        return []
+    matches = yield from _match_steps(namespace, query, [{}], k * settings.pool_factor, settings)
+    kept = [
+        (item, relevance) for item, similarity, relevance in matches if similarity >= min_similarity
+    ]
+    return [
+        SearchItem(
+            item.namespace, item.key, item.value, item.created_at, item.updated_at, relevance
+        )
+        for item, relevance in kept[:k]
+    ]
+
+
+def _match_steps(
+    namespace: tuple[str, ...],
+    query: str,
+    filters: list[dict[str, Any]],
+    pool: int,
+    settings: RecallSettings,
+) -> Steps[list[tuple[SearchItem, float, float]]]:
+    """(item, similarity, relevance) of the items matching any of `filters`, best match first.
+
+    With a query and a hybrid store, relevance fuses the lexical and dense channels; otherwise
+    it is the similarity (the store's score; 0 without a query).
+    """
+    if query and settings.hybrid:
+        results = yield [
+            HybridSearchOp(
+                namespace,
+                query,
+                f or None,
+                pool,
+                settings.depth,
+                settings.fusion,
+                settings.lexical_weight,
+            )
+            for f in filters
+        ]
+        hits: dict[str, HybridHit] = {}
+        for hit in (h for found in results for h in found):
+            if hit.item.key not in hits or hit.relevance > hits[hit.item.key].relevance:
+                hits[hit.item.key] = hit
+        ranked = sorted(hits.values(), key=lambda h: h.relevance, reverse=True)
+        return [(h.item, h.similarity, h.relevance) for h in ranked]
+    results = yield [
+        SearchOp(namespace, f or None, limit=pool, query=query or None) for f in filters
+    ]
+    best: dict[str, SearchItem] = {}
+    for item in (i for found in results for i in found):
+        if item.key not in best or (item.score or 0.0) > (best[item.key].score or 0.0):
+            best[item.key] = item
+    ranked = sorted(best.values(), key=lambda i: i.score or 0.0, reverse=True)
+    return [(item, float(item.score or 0.0), float(item.score or 0.0)) for item in ranked]
+
+
+def _last_used(memory: Memory) -> datetime:
+    """When the memory was last updated or recalled, whichever is later."""
+    updated = parse_time(memory.updated_at)
+    if memory.last_accessed is None:
+        return updated
+    return max(updated, parse_time(memory.last_accessed))

@@ -1,0 +1,246 @@
+"""Everything engram keeps about one user, as a whole: where it lives, stats, and deletion.
+
+engram's namespaces put the user id second: `("memories", U)` (long-term memories),
+`("memory_hashes", U)` (the exact-duplicate registry), `("episodes", U)` (archived messages),
+`("memory_maintenance", U)` (what maintenance changed, so `restore` can undo it) and
+`("threads", U)`, the thread registry: `consolidate` records each thread a user talks in (key:
+the thread id), so that deleting the user can also delete those threads' checkpoints (messages
+and running summary) from the checkpointer.
+
+`delete_user` removes every namespace whose second label is the user id (the ones above and any
+an app adds with the same convention), after deleting the registered threads from the
+checkpointer it is given. Namespaces are matched label by label, so user `"al"` never touches
+`"alice"`'s data.
+
+Functions come as store steps (`engram.stores.steps`); `adelete_user` / `delete_user` are the
+drivers that also reach the checkpointer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+
+from engram.stores.memory.types import Memory
+from engram.stores.namespaces import (
+    MEMORY_NAMESPACE,
+    THREAD_NAMESPACE,
+    check_user,
+    memory_namespace,
+    thread_namespace,
+)
+from engram.stores.steps import Steps, arun_steps, run_steps
+
+PAGE = 100_000
+"""Items read or deleted per store call when walking a whole namespace. Large: a plain search
+costs `ChromaStore` a scan of the namespace's metadata whatever the page size, so one call
+that takes everything is the fastest (10k memories: about 2 s in one call, a minute in pages
+of 1000)."""
+
+
+def register_thread_op(user_id: str, thread_id: str, now: str) -> PutOp:
+    """The write that records `thread_id` as one of `user_id`'s threads (not indexed)."""
+    return PutOp(
+        thread_namespace(user_id),
+        thread_id,
+        {"thread_id": thread_id, "registered_at": now},
+        index=False,
+    )
+
+
+@dataclass(frozen=True)
+class UserStats:
+    """What engram holds about one user."""
+
+    user_id: str
+    memories: int
+    """Memories in any state."""
+    active: int
+    """Current and not forgotten: what recall sees."""
+    superseded: int
+    """Replaced by a newer value or compressed (history)."""
+    forgotten: int
+    """Soft-deleted (restorable)."""
+    by_category: dict[str, int]
+    """Active memories per category."""
+    mean_importance: float | None
+    """Of the active memories (None when there is none)."""
+    never_recalled: int
+    """Active memories never recalled (`access_count` 0)."""
+    oldest: str | None
+    """`created_at` of the oldest active memory."""
+    newest: str | None
+    """`created_at` of the newest active memory."""
+    namespaces: dict[str, int] = field(default_factory=dict)
+    """Items per namespace root (`memories`, `episodes`, `threads`, ...)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class DeleteReport:
+    """What `delete_user` removed."""
+
+    user_id: str
+    deleted: dict[str, int]
+    """Items removed per namespace root (`memories`, `memory_hashes`, `episodes`, ...)."""
+    threads: list[str]
+    """Threads whose checkpoints were deleted from the checkpointer."""
+    threads_not_deleted: list[str]
+    """Registered threads left in the checkpointer because none was given."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form."""
+        return asdict(self)
+
+
+# -- steps ----------------------------------------------------------------------------------------
+
+
+def items_steps(namespace: tuple[str, ...]) -> Steps[list[Item]]:
+    """Every item of exactly `namespace` (not of namespaces below it), newest first."""
+    items: list[Item] = []
+    offset = 0
+    while True:
+        (page,) = yield [SearchOp(namespace, limit=PAGE, offset=offset)]
+        items.extend(i for i in page if tuple(i.namespace) == tuple(namespace))
+        if len(page) < PAGE:
+            return items
+        offset += PAGE
+
+
+def memories_steps(user_id: str) -> Steps[list[Memory]]:
+    """All of a user's memories, in any state (current, superseded, forgotten)."""
+    items = yield from items_steps(memory_namespace(user_id))
+    return [Memory.from_item(i) for i in items]
+
+
+def user_namespaces_steps(user_id: str) -> Steps[list[tuple[str, ...]]]:
+    """Every namespace whose second label is `user_id` (`("memories", U)`, `("episodes", U)`...)."""
+    label = check_user(user_id)
+    condition = MatchCondition(match_type="prefix", path=("*", label))
+    found: list[tuple[str, ...]] = []
+    offset = 0
+    while True:
+        (page,) = yield [ListNamespacesOp(match_conditions=(condition,), limit=PAGE, offset=offset)]
+        found.extend(tuple(ns) for ns in page)
+        if len(page) < PAGE:
+            return sorted(set(found))
+        offset += PAGE
+
+
+def users_steps() -> Steps[list[str]]:
+    """Users that have long-term memories, sorted."""
+    condition = MatchCondition(match_type="prefix", path=(MEMORY_NAMESPACE,))
+    (found,) = yield [ListNamespacesOp(match_conditions=(condition,), max_depth=2, limit=100_000)]
+    return sorted({ns[1] for ns in found if len(ns) == 2})
+
+
+def stats_steps(user_id: str) -> Steps[UserStats]:
+    """Counts of a user's memories by state and category, and of items per namespace."""
+    memories = yield from memories_steps(user_id)
+    namespaces: dict[str, int] = {}
+    for namespace in (yield from user_namespaces_steps(user_id)):
+        if namespace == memory_namespace(user_id):
+            count = len(memories)
+        else:
+            count = len((yield from items_steps(namespace)))
+        namespaces[namespace[0]] = namespaces.get(namespace[0], 0) + count
+    active = [m for m in memories if m.current and not m.forgotten]
+    created = sorted(m.created_at for m in active)
+    return UserStats(
+        user_id=user_id,
+        memories=len(memories),
+        active=len(active),
+        superseded=sum(not m.current for m in memories),
+        forgotten=sum(m.forgotten for m in memories),
+        by_category=dict(sorted(Counter(m.category for m in active).items())),
+        mean_importance=sum(m.importance for m in active) / len(active) if active else None,
+        never_recalled=sum(m.access_count == 0 for m in active),
+        oldest=created[0] if created else None,
+        newest=created[-1] if created else None,
+        namespaces=dict(sorted(namespaces.items())),
+    )
+
+
+def registered_threads_steps(user_id: str) -> Steps[list[str]]:
+    """The thread ids `consolidate` registered for a user."""
+    items = yield from items_steps(thread_namespace(user_id))
+    return sorted(i.key for i in items)
+
+
+def purge_user_steps(user_id: str) -> Steps[dict[str, int]]:
+    """Delete every item in every namespace whose second label is `user_id`; counts per root."""
+    deleted: dict[str, int] = {}
+    namespaces = yield from user_namespaces_steps(user_id)
+    # the thread registry goes last: an interrupted deletion can be repeated and still finds it
+    for namespace in sorted(namespaces, key=lambda ns: (ns[0] == THREAD_NAMESPACE, ns)):
+        previous: set[tuple[tuple[str, ...], str]] = set()
+        while True:
+            (page,) = yield [SearchOp(namespace, limit=PAGE)]
+            keys = {(tuple(i.namespace), i.key) for i in page}
+            if not keys:
+                break
+            if keys == previous:
+                raise RuntimeError(
+                    f"the store did not delete items of {namespace}: {sorted(keys)[:3]}"
+                )
+            yield [PutOp(ns, key, None) for ns, key in keys]
+            deleted[namespace[0]] = deleted.get(namespace[0], 0) + len(keys)
+            previous = keys
+    return dict(sorted(deleted.items()))
+
+
+# -- drivers --------------------------------------------------------------------------------------
+
+
+async def adelete_user(
+    store: BaseStore, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+) -> DeleteReport:
+    """Delete everything engram holds about `user_id`: not restorable.
+
+    The registered threads are deleted from `checkpointer` first (their messages and running
+    summaries), then every store namespace of the user, the thread registry last, so that a run
+    interrupted half-way can simply be repeated.
+
+    Args:
+        store: The store the graph writes to.
+        user_id: Whose data.
+        checkpointer: The graph's checkpointer; None leaves the threads there and lists them in
+            `threads_not_deleted`.
+    """
+    threads = await arun_steps(store, registered_threads_steps(user_id))
+    if checkpointer is not None:
+        for thread_id in threads:
+            await checkpointer.adelete_thread(thread_id)
+    deleted = await arun_steps(store, purge_user_steps(user_id))
+    return _delete_report(user_id, deleted, threads, checkpointer is not None)
+
+
+def delete_user(
+    store: BaseStore, user_id: str, *, checkpointer: BaseCheckpointSaver | None = None
+) -> DeleteReport:
+    """Sync `adelete_user`."""
+    threads = run_steps(store, registered_threads_steps(user_id))
+    if checkpointer is not None:
+        for thread_id in threads:
+            checkpointer.delete_thread(thread_id)
+    deleted = run_steps(store, purge_user_steps(user_id))
+    return _delete_report(user_id, deleted, threads, checkpointer is not None)
+
+
+def _delete_report(
+    user_id: str, deleted: dict[str, int], threads: list[str], with_checkpointer: bool
+) -> DeleteReport:
+    return DeleteReport(
+        user_id=user_id,
+        deleted=deleted,
+        threads=threads if with_checkpointer else [],
+        threads_not_deleted=[] if with_checkpointer else threads,
+    )
