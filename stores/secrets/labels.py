@@ -1,0 +1,127 @@
+"""Secrets recognised by a telling word before them: passwords, PINs, tokens, login pairs.
+
+After `is`/`=`/`:` (or `是`/`为`...) any value is taken, unless it is a word that describes the
+secret instead of being it ("the password is required", "密码是多少"); a quoted value is taken
+whole, spaces included. After a bare space only a value that looks like one counts (digits for a
+PIN or CVV; digits, symbols or mixed case for a password; a long letters-and-digits string for a
+token), so "password manager" and "token limit" stay. A login written as "user / password" after
+"login", "credentials" or "账号" loses its password half.
+
+Every pattern has a `value` group: the secret, which is all that is redacted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_IS = (
+    r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+set\s+to|\s+now)?\s+|\s*[=:：]\s*|\s+(?:set\s+to|changed\s+to)\s+"
+    r"|\s*(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*)"
+)
+"""A separator after which whatever follows is the secret (a JSON/YAML key may close its quote)."""
+_QUOTE_OPEN = r"[\"'`“「]"
+_QUOTE_CLOSE = r"[\"'`”」]"
+_END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?](?:\s|$)|$)"
+_VALUE = r"[\"'`“”「」]?(?P<value>[^\s\"'`“”「」，。；！？、,;]+?)" + _END
+_QUOTED = _QUOTE_OPEN + r"(?P<value>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
+
+_DIGITS = r"\d{3,8}"
+_PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
+"""Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere."""
+_TOKEN_LIKE = r"(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-.+/=]{16,}"
+_ZH_PASSWORD = r"(?:支付|登录|登陆|交易|取款|开机|管理员|数据库|邮箱|WiFi|wifi|WIFI)?(?:密码|口令)"
+
+NOT_A_VALUE = frozenset(
+    """
+    a an the my your his her our their its this that it here there below above attached same
+    required wrong incorrect invalid valid correct right expired expiring too not missing empty
+    blank weak strong long short still different changed reset set saved stored secure safe
+    hidden in on at of for with written shared needed optional mandatory unknown forgotten lost
+    ok okay fine good bad new old simple easy hard complex compromised leaked encrypted hashed
+    masked protected what which where how none null n/a configured enabled disabled rotated
+    revoked sent emailed case-sensitive password pass passwd pw pwd secret token key
+    """.split()
+)
+"""Words after "is" that describe a secret instead of being it ("the password is wrong")."""
+NOT_A_VALUE_ZH = ("什么", "多少", "啥", "错", "对", "正确", "必填", "空", "过期", "几位", "不对",
+                  "一样", "相同", "一样的", "忘", "多长", "哪")
+"""The same for Chinese, as prefixes ("密码是多少？", "密码是错的")."""
+
+
+@dataclass(frozen=True)
+class _Label:
+    """Telling words, and what a value must look like to count as the secret they label."""
+
+    kind: str
+    words: str
+    value: str
+    """Pattern a value must match in full (always after a bare space; after `is`/`=`/`:` too
+    when `strict`)."""
+    strict: bool = False
+    """Whether the value must match `value` even after `is`/`=`/`:` ("the key is simplicity")."""
+    space: str = r"\s+"
+    """What may separate the words from a bare value (Chinese writes them together)."""
+
+
+_LABELS: tuple[_Label, ...] = (
+    _Label("card_security_code",
+           r"(?i:\b(?:cvv2?|cvc2?|cid|csc|card\s+security\s+code|security\s+code))", _DIGITS, strict=True),
+    _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", _DIGITS, strict=True, space=r"\s*"),
+    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|door\s+code|alarm\s+code))",
+           _DIGITS, strict=True),
+    _Label("password", r"(?i:pin)\s*码|验证码|门禁码", _DIGITS, strict=True, space=r"\s*"),
+    _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))", _PASSWORD_LIKE),
+    _Label("password", _ZH_PASSWORD, _PASSWORD_LIKE, space=r"\s*"),
+    _Label("api_token",
+           r"(?i:\b(?:secret\s+key|client[_\s]?secret|api[_\s\-]?key|apikey|access[_\s]?(?:token|key)"
+           r"|auth[_\s]?token|token|private[_\s]?key|(?:aws_)?secret_?access_?key|account_?key"
+           r"|shared_?access_?key|signing_?key|encryption_?key|master_?key))",
+           _TOKEN_LIKE),
+    _Label("api_token", r"(?i:\b(?:key|secret))", _TOKEN_LIKE, strict=True),
+    _Label("api_token", r"密钥|秘钥|私钥|令牌", _TOKEN_LIKE, space=r"\s*"),
+)
+
+_LOGIN_WORDS = (
+    r"(?:(?i:\b(?:login|log-in|sign-in|signin|credentials?|creds|user(?:name)?\s*/\s*pass(?:word)?))"
+    r"(?:\s+(?:for|to|on|of)\s+[\w.\-@]+)?"
+    r"|(?:账号|帐号|账户|登录|登陆)(?:信息|名)?(?:和|与|/)?(?:密码)?)"
+)
+_LOGIN = re.compile(
+    _LOGIN_WORDS + _IS + r"(?P<user>[^\s/:|,;，；]+)\s*[/:|]\s*" + _VALUE
+)
+"""`login is alice / Tr0ub4dor`, `账号 bob:pa55`: the password half is the value."""
+_PASS = re.compile(
+    r"(?:(?i:\b(?:user(?:name)?|login|account)\b)|用户名|账号|帐号)[^\n]{0,60}?"
+    r"(?i:\bpass)\s*[=:：]\s*" + _VALUE
+)
+"""`user: alice pass: hunter2`: "pass" counts only after a user name on the same line."""
+
+ENV_SECRET = re.compile(
+    r"\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY|ACCESS_KEY"
+    r"|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY)[A-Z0-9_]*"
+    r"\s*[=:]\s*" + _VALUE
+)
+"""`*_PASSWORD=`, `*_SECRET=`, `*_TOKEN=`, `*_API_KEY=` assignments (environment files)."""
+
+
+def label_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Every labelled pattern, in the order they are applied (quoted values first)."""
+    out = []
+    for label in _LABELS:
+        words = rf"(?:{label.words})(?:\s+(?:for|of|to)\s+[\w.\-@]+)?"
+        strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
+        if not label.strict:
+            out.append((label.kind, re.compile(words + _IS + _QUOTED)))
+        out.append((label.kind, re.compile(words + _IS + (strict if label.strict else _VALUE))))
+        out.append((label.kind, re.compile(words + label.space + strict)))
+    out.append(("password", _LOGIN))
+    out.append(("password", _PASS))
+    out.append(("password", ENV_SECRET))
+    return tuple(out)
+
+
+def describes_secret(value: str) -> bool:
+    """Whether a value after "is" is a word about the secret, not the secret."""
+    lowered = value.lower().strip(".!?")
+    return lowered in NOT_A_VALUE or value.startswith(NOT_A_VALUE_ZH)
