@@ -62,6 +62,7 @@ FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bATATT3[A-Za-z0-9_\-=]{50,}"  # Atlassian
             r"|\bAGE-SECRET-KEY-1[0-9A-Z]{50,}"  # age
             r"|\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"  # Telegram bot
+            r"|\bLTAI[0-9A-Za-z]{12,24}\b|\bAKID[0-9A-Za-z]{32}\b"  # Alibaba, Tencent Cloud key ids
         ),
     ),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),

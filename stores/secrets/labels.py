@@ -74,7 +74,7 @@ _LABELS: tuple[_Label, ...] = (
     _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))", _PASSWORD_LIKE),
     _Label("password", _ZH_PASSWORD, _PASSWORD_LIKE, space=r"\s*"),
     _Label("api_token",
-           r"(?i:\b(?:secret\s+key|client[_\s]?secret|api[_\s\-]?key|apikey|access[_\s]?(?:token|key)"
+           r"(?i:\b(?:secret[_\s]?key|client[_\s]?secret|api[_\s\-]?key|apikey|access[_\s]?(?:token|key)"
            r"|auth[_\s]?token|token|private[_\s]?key|(?:aws_)?secret_?access_?key|account_?key"
            r"|shared_?access_?key|signing_?key|encryption_?key|master_?key))",
            _TOKEN_LIKE),
@@ -84,7 +84,7 @@ _LABELS: tuple[_Label, ...] = (
 
 _LOGIN_WORDS = (
     r"(?:(?i:\b(?:login|log-in|sign-in|signin|credentials?|creds|user(?:name)?\s*/\s*pass(?:word)?))"
-    r"(?:\s+(?:for|to|on|of)\s+[\w.\-@]+)?"
+    r"(?:\s+(?:for|to|on|of|at)(?:\s+[\w.\-@]+){1,3}?)?"
     r"|(?:账号|帐号|账户|登录|登陆)(?:信息|名)?(?:和|与|/)?(?:密码)?)"
 )
 _LOGIN = re.compile(
