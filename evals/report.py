@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
+from engram.stores.secrets import redact_data
+
 REPORT_JSON = "report.json"
 REPORT_HTML = "report.html"
 
@@ -185,6 +187,9 @@ def build_report(
 def write_report(report: Mapping[str, Any], out: str | Path) -> tuple[Path, Path]:
     """Write `report.json` and `report.html` into `out` (created if needed); returns both paths.
 
+    Every string in the report is redacted first (`engram.stores.secrets`): a report may quote
+    what a dialog said or what was recalled, and it is a file that gets shared.
+
     Raises:
         NotADirectoryError: `out` exists and is not a folder.
     """
@@ -195,6 +200,7 @@ def write_report(report: Mapping[str, Any], out: str | Path) -> tuple[Path, Path
         raise NotADirectoryError(f"{folder} exists and is not a folder: pass another --out")
     folder.mkdir(parents=True, exist_ok=True)
     json_path, html_path = folder / REPORT_JSON, folder / REPORT_HTML
+    report = redact_data(dict(report))
     json_path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     html_path.write_text(render_html(report), encoding="utf-8")
     return json_path, html_path

@@ -9,7 +9,8 @@ edge never fires on the turn right after one (goose #4635). Above the hard cap
 `compact` keeps the last `Context.keep_recent_messages` messages verbatim (more when the cut
 would separate an AI message with tool calls from its results) and, for everything before them:
 
-1. folds them into the running summary (the LLM or the offline summarizer);
+1. folds them into the running summary (the LLM or the offline summarizer), secrets redacted
+   from the messages it reads and from the summary it writes, whichever summarizer wrote it;
 2. archives them as episodes under `("episodes", user_id)` — one per message, with the thread
    id, the message id and the two messages before it as lexical context — so details the
    summary dropped stay recallable;
@@ -41,6 +42,7 @@ from langgraph.store.base import PutOp
 
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import PENDING_MESSAGES_NOTE
+from engram.nodes.redaction import redact_messages
 from engram.nodes.summarize import Summarizer, make_summarizer
 from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import render_message, role_of, to_pending
@@ -136,7 +138,10 @@ def make_compact(
         lossy = False
         try:
             summary = await summarizer.asummarize(
-                previous, evicted, max_tokens=ctx.max_summary_tokens, counter=counter
+                redact(previous).text,
+                redact_messages(evicted),
+                max_tokens=ctx.max_summary_tokens,
+                counter=counter,
             )
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("summarize", exc))
@@ -146,6 +151,8 @@ def make_compact(
                 _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter),
                 True,
             )
+        # Whatever the summarizer wrote (a model may restate a secret it was not shown).
+        summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
 
         episodes = 0
         if runtime.store is not None and not ctx.incognito:

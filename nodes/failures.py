@@ -13,6 +13,8 @@ import httpx
 import openai
 from chromadb.errors import ChromaError
 
+from engram.stores.secrets import redact
+
 logger = logging.getLogger(__name__)
 
 RECOVERABLE_ERRORS: tuple[type[BaseException], ...] = (
@@ -35,6 +37,7 @@ def record_failure(stage: str, exc: BaseException) -> dict[str, str]:
         stage: Where it happened: "recall", "summarize", "archive", "extract", "store"...
         exc: The error that was caught.
     """
-    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    # An error may quote its input (pydantic does): the entry is checkpointed, so no secrets.
+    error = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__).text
     logger.warning("%s failed, the turn goes on without it: %s", stage, error)
     return {"stage": stage, "error": error}

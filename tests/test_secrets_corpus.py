@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from secrets_corpus import leaked, load
 
 from engram.stores.secrets import redact
-from secrets_corpus import leaked, load
 
 CASES, LOOKALIKES = load()
 

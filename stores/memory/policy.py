@@ -29,7 +29,7 @@ from engram.stores.memory.types import (
     normalize_text,
     parse_time,
 )
-from engram.stores.secrets import redact
+from engram.stores.secrets import redact, redact_data
 from engram.stores.steps import Steps
 
 MAX_SOURCE_IDS = 100
@@ -72,7 +72,7 @@ def upsert_steps(
     if redacted.only_secret or not redacted.text.strip():
         return WriteResult("dropped", reason="the candidate was only a secret")
     content = redacted.text.strip()
-    structured = _redact_values(candidate.structured_data)
+    structured = redact_data(candidate.structured_data)
     importance = candidate.effective_importance()
     if importance < settings.min_importance:
         return WriteResult("dropped", reason=f"importance {importance} < {settings.min_importance}")
@@ -257,22 +257,6 @@ def _same_value(memory: Memory, content: str, structured: dict[str, Any] | None)
     if old is not None and new is not None:
         return normalize_text(str(old)) == normalize_text(str(new))
     return normalize_text(memory.content) == normalize_text(content)
-
-
-def _redact_values(data: dict[str, Any] | None) -> dict[str, Any] | None:
-    if data is None:
-        return None
-    return {k: _redact_any(v) for k, v in data.items()}
-
-
-def _redact_any(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value).text
-    if isinstance(value, dict):
-        return {k: _redact_any(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redact_any(v) for v in value]
-    return value
 
 
 def _extend(ids: list[str], more: Iterable[str]) -> list[str]:

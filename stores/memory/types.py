@@ -19,6 +19,8 @@ from uuid import uuid4
 from langgraph.store.base import Item, PutOp
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
+from engram.stores.secrets import redact, redact_data
+
 Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
 
@@ -259,8 +261,17 @@ INDEX_FIELDS = ["content"]
 
 
 def memory_put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
-    """The store write of a memory (indexed on its content)."""
-    return PutOp(namespace, memory.id, memory.to_value(), index=INDEX_FIELDS)
+    """The store write of a memory (indexed on its content).
+
+    Every write of a memory goes through here, so its content and `structured_data` are redacted
+    here too (`engram.stores.secrets`): whichever path wrote it (the write policy, an edit, a
+    merge, maintenance, an import, an access update of a memory stored before a redaction rule
+    existed), no secret reaches the store or its BM25 index.
+    """
+    value = memory.to_value()
+    value["content"] = redact(value["content"]).text
+    value["structured_data"] = redact_data(value["structured_data"])
+    return PutOp(namespace, memory.id, value, index=INDEX_FIELDS)
 
 
 def hash_put(hash_namespace: tuple[str, ...], digest: str, memory_id: str) -> PutOp:

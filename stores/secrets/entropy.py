@@ -13,7 +13,7 @@ import re
 from collections import Counter
 
 MIN_LENGTH = 32
-_TOKEN = re.compile(r"(?<![\w+/\-.])[A-Za-z0-9+/_\-]{%d,}={0,2}(?![\w+/\-=])" % MIN_LENGTH)
+_TOKEN = re.compile(rf"(?<![\w+/\-.])[A-Za-z0-9+/_\-]{{{MIN_LENGTH},}}={{0,2}}(?![\w+/\-=])")
 _WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _MAX_WORDINESS = 0.6
 """Above this share of characters in words, a token is an identifier, not a secret (random
