@@ -98,3 +98,37 @@ def test_a_text_that_is_only_a_secret_says_so(text):
 def test_ordinary_text_is_left_alone(text):
     result = redact(text)
     assert result.text == text and result.kinds == []
+
+
+def test_every_memory_write_is_redacted_even_one_that_skipped_the_write_policy():
+    """An access update rewrites memories stored before a redaction rule existed: redacted."""
+    from engram.stores.memory.types import Memory, memory_put
+
+    memory = Memory.new("I back up with AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                        "fact", 0.8, now="2026-01-01T00:00:00+00:00",
+                        structured_data={"dsn": "redis://:hushhush1@cache:6379/0", "port": 6379})
+    value = memory_put(("memories", "u"), memory).value
+    assert value["content"] == f"I back up with {REDACTED} / {REDACTED}"
+    assert value["structured_data"] == {"dsn": f"redis://{REDACTED}@cache:6379/0", "port": 6379}
+
+
+def test_a_recorded_failure_does_not_quote_a_secret():
+    from engram.nodes.failures import record_failure
+
+    entry = record_failure("extract", ValueError("bad input_value='my password is Tr0ub4dor&3'"))
+    assert "Tr0ub4dor&3" not in entry["error"] and REDACTED in entry["error"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("My AWS key pair is AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+         f"My AWS key pair is {REDACTED} / {REDACTED}"),
+        ("my login is alice / Tr0ub4dor&3", f"my login is alice / {REDACTED}"),
+        ("pw Gl4cier-77 for the NAS", f"pw {REDACTED} for the NAS"),
+        ("the wifi password is 'correct horse battery staple'", f"the wifi password is '{REDACTED}'"),
+        ("postgresql://report:p@ss-w0rd@10.0.0.5/analytics", f"postgresql://{REDACTED}@10.0.0.5/analytics"),
+    ],
+)
+def test_the_whole_secret_goes_and_the_words_around_it_stay(text, expected):
+    assert redact(text).text == expected
