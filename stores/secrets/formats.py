@@ -1,27 +1,47 @@
 """Secrets recognisable by their format alone: provider keys, tokens, private keys, URL credentials.
 
-Each entry is `(kind, pattern)`. A pattern with a `value` group redacts that group only (the
-words around it say what it is, and stay); any other pattern redacts its whole match.
+Each `Rule` pairs a pattern with the literal strings its match must contain (lower case), so a
+text that holds none of them skips the pattern. A pattern with a `value` group redacts that group
+only (the words around it say what it is, and stay); any other pattern redacts its whole match.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-_AWS_ACCESS_KEY = r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b"
 
-FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
+@dataclass(frozen=True)
+class Rule:
+    """One detector: what it finds, its pattern, and the strings that must occur for it to run."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    triggers: tuple[str, ...]
+    """Lower-case strings, one of which every match contains (a cheap filter before the regex)."""
+
+    def applies(self, lowered: str) -> bool:
+        """Whether the lower-cased text holds one of the triggers."""
+        return any(t in lowered for t in self.triggers)
+
+
+_AWS_PREFIXES = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")
+_AWS_ACCESS_KEY = rf"\b(?:{'|'.join(_AWS_PREFIXES)})[0-9A-Z]{{16}}\b"
+_AWS = tuple(p.lower() for p in _AWS_PREFIXES)
+
+FORMATS: tuple[Rule, ...] = (
+    Rule(
         "private_key",
         re.compile(
             r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
             r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*)",
             re.DOTALL,
         ),
+        ("-----begin",),
     ),
     # The secret half of an AWS key pair, pasted after its access key id: "AKIA... / wJal...",
     # "AKIA...:wJal...", on the next line, or "AKIA..., secret wJal...".
-    (
+    Rule(
         "aws_secret_key",
         re.compile(
             _AWS_ACCESS_KEY
@@ -29,26 +49,39 @@ FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:(?i:secret(?:\s+access)?(?:\s+key)?)\s*(?:is\s+|[:=]\s*)?)?"
             r"(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
         ),
+        _AWS,
     ),
-    ("aws_access_key", re.compile(_AWS_ACCESS_KEY)),
-    ("openai_key", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_\-]{10,}")),
-    ("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}")),
-    (
+    Rule("aws_access_key", re.compile(_AWS_ACCESS_KEY), _AWS),
+    Rule("openai_key", re.compile(r"\bsk-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_\-]{16,}"), ("sk-",)),
+    Rule(
+        "github_token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    Rule("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|oas|soat)-[A-Za-z0-9_\-]{10,}"),
+         ("gl",)),
+    Rule("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}|\bxapp-\d-[A-Za-z0-9-]{10,}"),
+         ("xox", "xapp-")),
+    Rule(
         "webhook_url",
         re.compile(
             r"https://(?:hooks\.slack\.com/(?:services|workflows|triggers)"
             r"|(?:[\w-]+\.)?discord(?:app)?\.com/api/webhooks)/[A-Za-z0-9/_\-]+"
         ),
+        ("hooks.slack.com", "/api/webhooks"),
     ),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("google_oauth", re.compile(r"\bGOCSPX-[A-Za-z0-9_\-]{20,}|\bya29\.[0-9A-Za-z_\-]{20,}")),
-    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}|\bwhsec_[A-Za-z0-9]{20,}")),
-    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{30,}")),
-    ("pypi_token", re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}")),
-    (
+    Rule("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), ("aiza",)),
+    Rule("google_oauth", re.compile(r"\bGOCSPX-[A-Za-z0-9_\-]{20,}|\bya29\.[0-9A-Za-z_\-]{20,}"),
+         ("gocspx-", "ya29.")),
+    Rule(
+        "stripe_key",
+        re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}|\bwhsec_[A-Za-z0-9]{20,}"),
+        ("_live_", "_test_", "whsec_"),
+    ),
+    Rule("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), ("hf_",)),
+    Rule("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{30,}"), ("npm_",)),
+    Rule("pypi_token", re.compile(r"\bpypi-[A-Za-z0-9_\-]{40,}"), ("pypi-",)),
+    Rule(
         "provider_key",
         re.compile(
             r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"  # SendGrid
@@ -64,10 +97,16 @@ FORMATS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"  # Telegram bot
             r"|\bLTAI[0-9A-Za-z]{12,24}\b|\bAKID[0-9A-Za-z]{32}\b"  # Alibaba, Tencent Cloud key ids
         ),
+        ("sg.", "sk", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa", "ltai",
+         "akid"),
     ),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    ("bearer_token", re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=\-]{16,}")),
-    ("basic_auth", re.compile(r"(?<=\bBasic )[A-Za-z0-9+/]{12,}={0,2}")),
+    Rule(
+        "jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        ("eyj",),
+    ),
+    Rule("bearer_token", re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/=\-]{16,}"), ("bearer ",)),
+    Rule("basic_auth", re.compile(r"(?<=\bBasic )[A-Za-z0-9+/]{12,}={0,2}"), ("basic ",)),
     # user:password in a URL; the password may hold "@" (the host follows the last one)
-    ("url_credentials", re.compile(r"(?<=://)[^\s:/@]*:[^\s/]+(?=@[^\s@/]+)")),
+    Rule("url_credentials", re.compile(r"(?<=://)[^\s:/@]*:[^\s/]+(?=@[^\s@/]+)"), ("://",)),
 )

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from engram.stores.secrets.formats import Rule
+
 _IS = (
     r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+set\s+to|\s+now)?\s+|\s*[=:：]\s*|\s+(?:set\s+to|changed\s+to)\s+"
     r"|\s*(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*)"
@@ -55,6 +57,8 @@ class _Label:
 
     kind: str
     words: str
+    triggers: tuple[str, ...]
+    """Lower-case strings, one of which the words contain (see `Rule.triggers`)."""
     value: str
     """Pattern a value must match in full (always after a bare space; after `is`/`=`/`:` too
     when `strict`)."""
@@ -66,20 +70,24 @@ class _Label:
 
 _LABELS: tuple[_Label, ...] = (
     _Label("card_security_code",
-           r"(?i:\b(?:cvv2?|cvc2?|cid|csc|card\s+security\s+code|security\s+code))", _DIGITS, strict=True),
-    _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", _DIGITS, strict=True, space=r"\s*"),
+           r"(?i:\b(?:cvv2?|cvc2?|cid|csc|card\s+security\s+code|security\s+code))",
+           ("cvv", "cvc", "cid", "csc", "security"), _DIGITS, strict=True),
+    _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", ("码",), _DIGITS, strict=True,
+           space=r"\s*"),
     _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|door\s+code|alarm\s+code))",
-           _DIGITS, strict=True),
-    _Label("password", r"(?i:pin)\s*码|验证码|门禁码", _DIGITS, strict=True, space=r"\s*"),
-    _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))", _PASSWORD_LIKE),
-    _Label("password", _ZH_PASSWORD, _PASSWORD_LIKE, space=r"\s*"),
+           ("pin", "passcode", "code"), _DIGITS, strict=True),
+    _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _DIGITS, strict=True, space=r"\s*"),
+    _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))",
+           ("pass", "pw"), _PASSWORD_LIKE),
+    _Label("password", _ZH_PASSWORD, ("密码", "口令"), _PASSWORD_LIKE, space=r"\s*"),
     _Label("api_token",
            r"(?i:\b(?:secret[_\s]?key|client[_\s]?secret|api[_\s\-]?key|apikey|access[_\s]?(?:token|key)"
            r"|auth[_\s]?token|token|private[_\s]?key|(?:aws_)?secret_?access_?key|account_?key"
            r"|shared_?access_?key|signing_?key|encryption_?key|master_?key))",
-           _TOKEN_LIKE),
-    _Label("api_token", r"(?i:\b(?:key|secret))", _TOKEN_LIKE, strict=True),
-    _Label("api_token", r"密钥|秘钥|私钥|令牌", _TOKEN_LIKE, space=r"\s*"),
+           ("secret", "api", "key", "access", "auth", "token"), _TOKEN_LIKE),
+    _Label("api_token", r"(?i:\b(?:key|secret))", ("key", "secret"), _TOKEN_LIKE, strict=True),
+    _Label("api_token", r"密钥|秘钥|私钥|令牌", ("密钥", "秘钥", "私钥", "令牌"), _TOKEN_LIKE,
+           space=r"\s*"),
 )
 
 _LOGIN_WORDS = (
@@ -105,19 +113,19 @@ ENV_SECRET = re.compile(
 """`*_PASSWORD=`, `*_SECRET=`, `*_TOKEN=`, `*_API_KEY=` assignments (environment files)."""
 
 
-def label_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """Every labelled pattern, in the order they are applied (quoted values first)."""
+def label_patterns() -> tuple[Rule, ...]:
+    """Every labelled rule, in the order they are applied (quoted values first)."""
     out = []
     for label in _LABELS:
         words = rf"(?:{label.words})(?:\s+(?:for|of|to)\s+[\w.\-@]+)?"
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
-        if not label.strict:
-            out.append((label.kind, re.compile(words + _IS + _QUOTED)))
-        out.append((label.kind, re.compile(words + _IS + (strict if label.strict else _VALUE))))
-        out.append((label.kind, re.compile(words + label.space + strict)))
-    out.append(("password", _LOGIN))
-    out.append(("password", _PASS))
-    out.append(("password", ENV_SECRET))
+        patterns = [] if label.strict else [words + _IS + _QUOTED]
+        patterns += [words + _IS + (strict if label.strict else _VALUE), words + label.space + strict]
+        out += [Rule(label.kind, re.compile(p), label.triggers) for p in patterns]
+    out.append(Rule("password", _LOGIN, ("login", "log-in", "sign", "cred", "user", "账", "帐",
+                                          "登录", "登陆")))
+    out.append(Rule("password", _PASS, ("pass",)))
+    out.append(Rule("password", ENV_SECRET, ("pass", "pwd", "secret", "token", "key")))
     return tuple(out)
 
 

@@ -103,9 +103,11 @@ def redact(text: str) -> Redaction:
         'card [REDACTED], CVV [REDACTED], port 5433'
     """
     kinds: list[str] = []
-    for kind, pattern in (*FORMATS, *_LABELLED):
-        text, n = _redact_pattern(pattern, text)
-        kinds.extend([kind] * n)
+    lowered = text.lower()
+    for rule in (*FORMATS, *_LABELLED):
+        if rule.applies(lowered):
+            text, n = _redact_pattern(rule.pattern, text)
+            kinds.extend([rule.kind] * n)
     text, cards = redact_cards(text, REDACTED)
     kinds.extend(["card_number"] * cards)
     text, tokens = redact_random_tokens(text, REDACTED)
