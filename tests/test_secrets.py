@@ -132,3 +132,16 @@ def test_a_recorded_failure_does_not_quote_a_secret():
 )
 def test_the_whole_secret_goes_and_the_words_around_it_stay(text, expected):
     assert redact(text).text == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("the password is required", "the password is required"),
+        ("密码是多少？", "密码是多少？"),
+        ('the password is "correct"', f'the password is "{REDACTED}"'),  # quoted: taken as said
+        ("the password is sunshine99", f"the password is {REDACTED}"),
+    ],
+)
+def test_a_word_about_the_secret_is_not_the_secret_unless_quoted(text, expected):
+    assert redact(text).text == expected

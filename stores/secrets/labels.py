@@ -7,7 +7,8 @@ PIN or CVV; digits, symbols or mixed case for a password; a long letters-and-dig
 token), so "password manager" and "token limit" stay. A login written as "user / password" after
 "login", "credentials" or "账号" loses its password half.
 
-Every pattern has a `value` group: the secret, which is all that is redacted.
+Every pattern has a `value` group (or `quoted`, for a quoted value): the secret, which is all
+that is redacted.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ _QUOTE_OPEN = r"[\"'`“「]"
 _QUOTE_CLOSE = r"[\"'`”」]"
 _END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?](?:\s|$)|$)"
 _VALUE = r"[\"'`“”「」]?(?P<value>[^\s\"'`“”「」，。；！？、,;]+?)" + _END
-_QUOTED = _QUOTE_OPEN + r"(?P<value>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
+_QUOTED = _QUOTE_OPEN + r"(?P<quoted>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
+"""A quoted value: taken whole, whatever it says ('the password is "correct"')."""
 
 _DIGITS = r"\d{3,8}"
 _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
@@ -47,7 +49,7 @@ NOT_A_VALUE = frozenset(
 )
 """Words after "is" that describe a secret instead of being it ("the password is wrong")."""
 NOT_A_VALUE_ZH = ("什么", "多少", "啥", "错", "对", "正确", "必填", "空", "过期", "几位", "不对",
-                  "一样", "相同", "一样的", "忘", "多长", "哪")
+                  "一样", "相同", "忘", "多长", "哪")
 """The same for Chinese, as prefixes ("密码是多少？", "密码是错的")."""
 
 

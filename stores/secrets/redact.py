@@ -142,20 +142,24 @@ def is_only_secret(text: str) -> bool:
 
 
 def _redact_pattern(pattern: re.Pattern[str], text: str) -> tuple[str, int]:
-    """Replace each match (only its `value` group when it has one) unless already redacted."""
+    """Replace each match, or only its `value`/`quoted` group when it has one.
+
+    A match is left alone when its value is already redacted, or (unquoted) is a word that
+    describes the secret instead of being it.
+    """
     count = 0
-    has_value = "value" in pattern.groupindex
+    group = next((g for g in ("quoted", "value") if g in pattern.groupindex), None)
 
     def replace(match: re.Match[str]) -> str:
         nonlocal count
-        if not has_value:
+        if group is None:
             count += 1
             return REDACTED
-        value = match.group("value")
-        if REDACTED in value or describes_secret(value):
+        value = match.group(group)
+        if REDACTED in value or (group == "value" and describes_secret(value)):
             return match.group(0)
         count += 1
-        start, end = (i - match.start() for i in match.span("value"))
+        start, end = (i - match.start() for i in match.span(group))
         return match.group(0)[:start] + REDACTED + match.group(0)[end:]
 
     return pattern.sub(replace, text), count
