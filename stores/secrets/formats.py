@@ -22,7 +22,7 @@ class Rule:
 
     def applies(self, lowered: str) -> bool:
         """Whether the lower-cased text holds one of the triggers."""
-        return any(t in lowered for t in self.triggers)
+        return any(map(lowered.__contains__, self.triggers))
 
 
 _AWS_PREFIXES = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")

@@ -43,7 +43,7 @@ from engram.stores.secrets.labels import describes_secret, label_patterns
 REDACTED = "[REDACTED]"
 """What a secret is replaced with."""
 
-_LABELLED = label_patterns()
+_RULES = (*FORMATS, *label_patterns())
 
 # Words that only describe a secret: once the secret is gone, a text made of these says nothing.
 _SECRET_WORDS = frozenset(
@@ -104,7 +104,7 @@ def redact(text: str) -> Redaction:
     """
     kinds: list[str] = []
     lowered = text.lower()
-    for rule in (*FORMATS, *_LABELLED):
+    for rule in _RULES:
         if rule.applies(lowered):
             text, n = _redact_pattern(rule.pattern, text)
             kinds.extend([rule.kind] * n)
