@@ -152,7 +152,7 @@ def test_an_email_id_goes_through_the_graph_recall_export_and_delete(data):
     assert "Quixotelle" in out["built_context"]["memory_block"]  # recalled in a new thread
     memories = LongTermMemory(store).list(user, limit=100)
     assert any("Quixotelle" in m.content for m in memories)
-    assert run_steps(store, users_steps()) == [user]
+    assert run_steps(store, users_steps()) == [user, "bob"]
 
     exported = data.parent / "alice.md"
     cli("export", "--user", user, "--out", str(exported))
