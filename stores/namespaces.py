@@ -4,7 +4,8 @@ a namespace label.
 Every namespace is `(<kind>, <label>)`, where `<label>` is `user_label(user_id)`, so a user's
 data is found, counted and deleted by its second label (`engram.stores.memory.users`).
 
-Any non-empty string is a user id (e-mail addresses, `*`, `/`, spaces, CJK, ...). Three
+Any non-empty string is a user id (e-mail addresses, `*`, `/`, spaces, CJK, ...; not one made
+only of whitespace). Three
 characters cannot appear in a label as they are: `.` (LangGraph forbids it in labels), `*` (a
 wildcard when namespaces are listed) and `%` (the escape character itself). `user_label`
 writes each of them as `%` and its two hex digits (`%2E`, `%2A`, `%25`), the way URLs do, and
@@ -49,15 +50,15 @@ _UNESCAPED = {code[1:]: char for char, code in ESCAPED.items()}
 
 
 def check_user(user_id: str) -> str:
-    """`user_id` if it can be a user id: any non-empty string.
+    """`user_id` if it can be a user id: any string with a character other than whitespace.
 
     Raises:
-        ValueError: It is not a string, or it is empty.
+        ValueError: It is not a string, or it is empty or only whitespace.
     """
-    if not isinstance(user_id, str) or not user_id:
+    if not isinstance(user_id, str) or not user_id.strip():
         raise ValueError(
-            f"user_id must be a non-empty string (any characters), got {user_id!r}: pass the "
-            "id your app knows the person by, such as an e-mail address"
+            f"user_id must be a non-empty string (any characters, not only whitespace), got "
+            f"{user_id!r}: pass the id your app knows the person by, such as an e-mail address"
         )
     return user_id
 

@@ -71,14 +71,14 @@ def test_simple_ids_are_their_own_label_and_odd_ones_never_collide_with_them():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(min_size=1, max_size=12), min_size=2, max_size=6, unique=True))
+@given(st.lists(st.text(max_size=12).filter(str.strip), min_size=2, max_size=6, unique=True))
 def test_distinct_ids_have_distinct_labels(user_ids):
     labels = [user_label(u) for u in user_ids]
     assert len(set(labels)) == len(labels)
     assert [user_of_label(label) for label in labels] == user_ids
 
 
-@pytest.mark.parametrize("bad", ["", None, 7])
+@pytest.mark.parametrize("bad", ["", "  \n", None, 7])
 def test_empty_or_non_string_ids_are_refused_clearly(bad):
     with pytest.raises(ValueError, match="non-empty string"):
         memory_namespace(bad)
