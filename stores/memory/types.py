@@ -35,7 +35,9 @@ DEFAULT_IMPORTANCE: dict[str, float] = {
 doing something) sits between goal and lesson at 0.75."""
 
 MAX_CONTENT_CHARS = 2000
-"""Seed 000's cap on a merged memory: a merge longer than this keeps only the newer text."""
+"""Seed 000's cap on a merged memory. The write policy never merges two texts whose merge would
+be longer (the new text becomes a memory of its own); `merge_content` alone, past the cap, keeps
+only the newer text, as seed 000 does."""
 
 WriteAction = Literal["created", "merged", "duplicate", "superseded", "unchanged", "dropped"]
 
