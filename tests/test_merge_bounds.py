@@ -107,13 +107,13 @@ def test_a_merge_never_grows_a_memory_past_the_cap():
     index = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
     store = _store(index)
     ltm = LongTermMemory(store)
-    long_text = "I keep notes about gardening tomatoes and basil " * 40  # about 1,900 chars
-    [a] = ltm.upsert("ann", [MemoryCandidate(content=long_text, category="fact")])
-    more = long_text + " and peppers in the greenhouse with friends"
-    [b] = ltm.upsert("ann", [MemoryCandidate(content=more, category="fact")])
-    assert b.action == "merged"  # the longer text contains the other: no growth beyond it
-    other = "I keep notes about gardening tomatoes and basil on weekends " * 10
-    [c] = ltm.upsert("ann", [MemoryCandidate(content=other, category="fact")])
+    notes = "I keep notes about gardening tomatoes and basil " * 39  # about 1,900 chars
+    morning, evening = notes + "in the morning", notes + "in the evening"
+    [a] = ltm.upsert("ann", [MemoryCandidate(content=morning, category="fact")])
+    [b] = ltm.upsert("ann", [MemoryCandidate(content=evening, category="fact")])
+    assert b.action == "created"  # merged, the two would make about 3,800 characters
+    assert ltm.get("ann", a.memory.id).content == morning  # and nothing of it is lost
     assert all(len(m.content) <= MAX_CONTENT_CHARS for m in ltm.list("ann", limit=50))
-    assert c.memory.content == other.strip()
+    [c] = ltm.upsert("ann", [MemoryCandidate(content=morning + " too", category="fact")])
+    assert c.action == "merged" and c.memory.id == a.memory.id  # containing it: no growth past it
     store.close()

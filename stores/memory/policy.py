@@ -26,6 +26,7 @@ from engram.stores.memory.types import (
     WriteResult,
     content_hash,
     hash_put,
+    joined_content,
     memory_put,
     merge_content,
     normalize_text,
@@ -248,7 +249,7 @@ def _mergeable(existing: str, incoming: str) -> bool:
     or identifiers (`specifics.conflict`), and together stay within `MAX_CONTENT_CHARS`."""
     if conflict(existing, incoming):
         return False
-    return len(merge_content(existing, incoming)) <= max(MAX_CONTENT_CHARS, len(existing))
+    return len(joined_content(existing, incoming)) <= max(MAX_CONTENT_CHARS, len(existing))
 
 
 def _absorb(

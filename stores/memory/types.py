@@ -233,6 +233,12 @@ def merge_content(existing: str, incoming: str) -> str:
         >>> merge_content("I use Vim", "I use Vim with the LazyVim config")
         'I use Vim with the LazyVim config'
     """
+    merged = joined_content(existing, incoming)
+    return incoming.strip() if len(merged) > MAX_CONTENT_CHARS else merged
+
+
+def joined_content(existing: str, incoming: str) -> str:
+    """The text that contains the other, else both lines: a merge before the cap."""
     a, b = existing.strip(), incoming.strip()
     if not a or not b:
         return a or b
@@ -241,8 +247,7 @@ def merge_content(existing: str, incoming: str) -> str:
         return a
     if na in nb:
         return b
-    merged = f"{a}\n{b}"
-    return b if len(merged) > MAX_CONTENT_CHARS else merged
+    return f"{a}\n{b}"
 
 
 def utc_now() -> datetime:
