@@ -1,58 +1,114 @@
-"""Where engram keeps each kind of a user's data in a LangGraph store.
+"""Where engram keeps each kind of a user's data in a LangGraph store, and how a user id becomes
+a namespace label.
 
-Every namespace is `(<kind>, <user_id>)`, so a user's data is found, counted and deleted by its
-second label (`engram.stores.memory.users`). User ids are namespace labels: non-empty strings
-without `.`.
+Every namespace is `(<kind>, <label>)`, where `<label>` is `user_label(user_id)`, so a user's
+data is found, counted and deleted by its second label (`engram.stores.memory.users`).
+
+Any non-empty string is a user id (e-mail addresses, `*`, `/`, spaces, CJK, ...; not one made
+only of whitespace). Three
+characters cannot appear in a label as they are: `.` (LangGraph forbids it in labels), `*` (a
+wildcard when namespaces are listed) and `%` (the escape character itself). `user_label`
+writes each of them as `%` and its two hex digits (`%2E`, `%2A`, `%25`), the way URLs do, and
+leaves every other character alone: `"alice"` stays `"alice"`, `"alice@example.com"` becomes
+`"alice@example%2Ecom"`, `"*"` becomes `"%2A"`. The mapping is reversible (`user_of_label`), and
+no two ids share a label. User-facing output (stats, export, the CLI) shows the id, never the
+label.
+
+Ids that engram accepted before (non-empty, without `.`) keep their label unless they hold `*`
+or `%`; stores written then are relabelled once when `ChromaStore` opens them
+(`engram.stores.chroma.relabel`).
 """
 
 from __future__ import annotations
 
+import re
+
 MEMORY_NAMESPACE = "memories"
-"""Long-term memories: `("memories", user_id)`, one item per memory, keyed by its id."""
+"""Long-term memories: `("memories", label)`, one item per memory, keyed by its id."""
 HASH_NAMESPACE = "memory_hashes"
-"""The exact-duplicate registry: `("memory_hashes", user_id)`, keyed by a normalised text hash."""
+"""The exact-duplicate registry: `("memory_hashes", label)`, keyed by a normalised text hash."""
 EPISODE_NAMESPACE = "episodes"
-"""Archived messages, evicted by compaction: `("episodes", user_id)`."""
+"""Archived messages, evicted by compaction: `("episodes", label)`."""
 JOURNAL_NAMESPACE = "memory_maintenance"
-"""What maintenance changed, so that `restore` can undo it: `("memory_maintenance", user_id)`."""
+"""What maintenance changed, so that `restore` can undo it: `("memory_maintenance", label)`."""
 THREAD_NAMESPACE = "threads"
-"""The threads a user talked in: `("threads", user_id)`, keyed by thread id."""
+"""The threads a user talked in: `("threads", label)`, keyed by thread id."""
+USER_ROOTS = (
+    MEMORY_NAMESPACE,
+    HASH_NAMESPACE,
+    EPISODE_NAMESPACE,
+    JOURNAL_NAMESPACE,
+    THREAD_NAMESPACE,
+)
+"""Every namespace root engram keys by user."""
+
+ESCAPED = {"%": "%25", ".": "%2E", "*": "%2A"}
+"""The characters a label cannot hold as they are, and how `user_label` writes them."""
+_ESCAPE = re.compile("[%.*]")
+_UNESCAPE = re.compile("%(25|2E|2A)")
+_UNESCAPED = {code[1:]: char for char, code in ESCAPED.items()}
 
 
 def check_user(user_id: str) -> str:
-    """`user_id` if it can be a namespace label.
+    """`user_id` if it can be a user id: any string with a character other than whitespace.
 
     Raises:
-        ValueError: It is empty, not a string, or holds a `.`.
+        ValueError: It is not a string, or it is empty or only whitespace.
     """
-    if not isinstance(user_id, str) or not user_id or "." in user_id:
+    if not isinstance(user_id, str) or not user_id.strip():
         raise ValueError(
-            f"user_id must be a non-empty string without '.', since it is a LangGraph store "
-            f"namespace label; got {user_id!r}. Replace dots (e.g. in e-mail addresses) first."
+            f"user_id must be a non-empty string (any characters, not only whitespace), got "
+            f"{user_id!r}: pass the id your app knows the person by, such as an e-mail address"
         )
     return user_id
 
 
+def user_label(user_id: str) -> str:
+    """The namespace label of a user id: the id, with `%`, `.` and `*` escaped.
+
+    Example:
+        >>> user_label("alice"), user_label("alice@example.com"), user_label("*")
+        ('alice', 'alice@example%2Ecom', '%2A')
+
+    Raises:
+        ValueError: `user_id` is not a non-empty string.
+    """
+    return _ESCAPE.sub(lambda m: ESCAPED[m.group()], check_user(user_id))
+
+
+def user_of_label(label: str) -> str | None:
+    """The user id whose label this is; None if `user_label` never writes it (an old label).
+
+    Example:
+        >>> user_of_label("alice@example%2Ecom"), user_of_label("*")
+        ('alice@example.com', None)
+    """
+    if not label or "*" in label or "." in label:
+        return None
+    user_id = _UNESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], label)
+    return user_id if user_label(user_id) == label else None
+
+
 def memory_namespace(user_id: str) -> tuple[str, str]:
-    """`("memories", user_id)`."""
-    return (MEMORY_NAMESPACE, check_user(user_id))
+    """`("memories", user_label(user_id))`."""
+    return (MEMORY_NAMESPACE, user_label(user_id))
 
 
 def hash_namespace(user_id: str) -> tuple[str, str]:
-    """`("memory_hashes", user_id)`."""
-    return (HASH_NAMESPACE, check_user(user_id))
+    """`("memory_hashes", user_label(user_id))`."""
+    return (HASH_NAMESPACE, user_label(user_id))
 
 
 def episode_namespace(user_id: str) -> tuple[str, str]:
-    """`("episodes", user_id)`."""
-    return (EPISODE_NAMESPACE, check_user(user_id))
+    """`("episodes", user_label(user_id))`."""
+    return (EPISODE_NAMESPACE, user_label(user_id))
 
 
 def journal_namespace(user_id: str) -> tuple[str, str]:
-    """`("memory_maintenance", user_id)`."""
-    return (JOURNAL_NAMESPACE, check_user(user_id))
+    """`("memory_maintenance", user_label(user_id))`."""
+    return (JOURNAL_NAMESPACE, user_label(user_id))
 
 
 def thread_namespace(user_id: str) -> tuple[str, str]:
-    """`("threads", user_id)`."""
-    return (THREAD_NAMESPACE, check_user(user_id))
+    """`("threads", user_label(user_id))`."""
+    return (THREAD_NAMESPACE, user_label(user_id))

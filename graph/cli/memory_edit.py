@@ -3,6 +3,7 @@ delete everything of a user. Registered on `engram.graph.cli.memory.app`."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from typing import Annotated, TypeVar
 
@@ -114,7 +115,7 @@ def forget(
         return
     out.print(
         f"forgot [cyan]{memory.id}[/cyan]: {esc(memory.content)}\n"
-        f"undo with: engram memory restore {memory.id[:SHORT_ID]} --user {user_id}",
+        f"undo with: engram memory restore {memory.id[:SHORT_ID]} --user {shlex.quote(user_id)}",
         highlight=False,
     )
 

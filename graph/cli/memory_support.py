@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -34,6 +35,7 @@ from engram.stores.memory.users import (
     user_namespaces_steps,
     users_steps,
 )
+from engram.stores.namespaces import check_user
 from engram.stores.paths import default_checkpoint_path, default_data_dir
 from engram.stores.steps import run_steps
 
@@ -155,9 +157,9 @@ def unknown_user(backend: Backend, user_id: str) -> CliError:
 
 
 def checked_user(user_id: str) -> str:
-    """The user id, or a usage error when it cannot be a namespace label."""
+    """The user id (any non-empty string), or a usage error."""
     try:
-        return LongTermMemory.namespace(user_id)[1]
+        return check_user(user_id)
     except ValueError as exc:
         raise CliError(str(exc), code=2) from exc
 
@@ -180,7 +182,8 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
             f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it"
         )
     raise CliError(
-        f"no memory {given!r} for user {user_id!r}; `engram memory list --user {user_id} --all` "
+        f"no memory {given!r} for user {user_id!r}; "
+        f"`engram memory list --user {shlex.quote(user_id)} --all` "
         "shows the ids"
     )
 

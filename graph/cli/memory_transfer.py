@@ -5,6 +5,7 @@ an edited file applied back after a person confirms the changes. Registered on
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -67,7 +68,8 @@ def export(
         return
     out_file.write_text(text, encoding="utf-8")
     err.print(
-        f"wrote {out_file}; edit it, then: engram memory import {out_file} --user {user_id}",
+        f"wrote {out_file}; edit it, then: "
+        f"engram memory import {out_file} --user {shlex.quote(user_id)}",
         markup=False,
         highlight=False,
     )

@@ -45,8 +45,9 @@ from langgraph.store.base import (
 )
 
 from engram.stores.chroma import metadata as md
-from engram.stores.chroma import plan, upgrade
+from engram.stores.chroma import plan, purge, relabel, upgrade
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
+from engram.stores.chroma.purge import PurgeReport
 from engram.stores.chroma.search import hybrid_search, nearest
 from engram.stores.chroma.write import ChromaWriter
 from engram.stores.lexical.index import LexicalIndex
@@ -145,6 +146,12 @@ class ChromaStore(BaseStore):
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
+        if self._items.count():
+            relabel.relabel_users(
+                self,
+                lexical=self.lexical.index if self.lexical else None,
+                collection_id=str(self._items.id),
+            )
         if ttl and ttl.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
 
@@ -262,6 +269,30 @@ class ChromaStore(BaseStore):
         if stopped:
             self._sweeper = None
         return stopped
+
+    # -- deletion that leaves nothing -----------------------------------------------------------
+
+    def purge_deleted(self) -> PurgeReport:
+        """Make what was deleted from this store unrecoverable from its files: Chroma's log rows
+        and free pages, the unused room of its vector index files, the BM25 index's merged
+        segments and write-ahead log (`engram.stores.chroma.purge`). On a Chroma server only the
+        local BM25 index is scrubbed: the server's files are its operator's (README).
+
+        Raises:
+            sqlite3.OperationalError: Another process kept `chroma.sqlite3` locked for 30 s.
+        """
+        report = PurgeReport()
+        settings = self.client.get_settings()
+        embedded = settings.is_persistent and not settings.chroma_server_host
+        if embedded and settings.persist_directory:
+            report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
+        if self.lexical is not None:
+            self.lexical.index.scrub()
+        return report
+
+    async def apurge_deleted(self) -> PurgeReport:
+        """Async `purge_deleted` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.purge_deleted)
 
     def close(self) -> None:
         """Stop background work and close the lexical index this store opened. The Chroma

@@ -170,6 +170,8 @@ class LexicalIndex:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             target = str(self.path)
         self._lock = threading.RLock()
+        self._shrunk: set[str] = set()
+        """Scopes that lost documents since the last `scrub`."""
         self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
         if not _has_fts5(self._db):
             self._db.close()
@@ -212,6 +214,7 @@ class LexicalIndex:
             table = self._table(scope, create=False)
             if table is not None:
                 self._delete_docs(scope, table, ids)
+                self._shrunk.add(scope)
 
     def drop_scope(self, scope: str) -> None:
         """Remove every document of `scope` and its table."""
@@ -221,6 +224,25 @@ class LexicalIndex:
                 self._db.execute(f"DROP TABLE {table}")
                 self._db.execute("DELETE FROM docs WHERE scope = ?", (scope,))
                 self._db.execute("DELETE FROM scopes WHERE scope = ?", (scope,))
+
+    def scrub(self) -> None:
+        """Leave nothing of deleted documents in the file.
+
+        Deleted rows and dropped tables are overwritten as they go (`secure_delete`), but FTS5
+        keeps a deleted document's terms in its segments until they are merged: the scopes that
+        lost documents since the last scrub are merged here ('optimize'), then the write-ahead
+        log, which still holds earlier versions of the pages, is emptied.
+        """
+        with self._lock:
+            scopes, self._shrunk = self._shrunk, set()
+        with self._transaction():
+            for scope in sorted(scopes):
+                table = self._table(scope, create=False)
+                if table is not None:
+                    self._db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        with self._lock:
+            if self.path is not None:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def mark_pending(self, scope: str, ids: Iterable[str]) -> None:
         """Journal ids whose documents are about to change in the caller's primary store."""
@@ -324,6 +346,7 @@ class LexicalIndex:
 
     def _setup(self) -> None:
         with self._lock:
+            self._db.execute("PRAGMA secure_delete=ON")  # what is deleted is overwritten
             if self.path is not None:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")

@@ -49,6 +49,7 @@ from engram.stores.memory.types import (
     content_hash,
     utc_now,
 )
+from engram.stores.memory.users import apurge_store, purge_store
 from engram.stores.namespaces import (
     EPISODE_NAMESPACE,
     HASH_NAMESPACE,
@@ -312,11 +313,17 @@ class LongTermMemory:
     async def adelete(self, user_id: str, memory_id: str) -> bool:
         """Delete for good (not restorable), with its duplicate records and maintenance journal
         entry. False if there was no such memory."""
-        return await arun_steps(self.store, delete_memory_steps(user_id, memory_id))
+        deleted = await arun_steps(self.store, delete_memory_steps(user_id, memory_id))
+        if deleted:
+            await apurge_store(self.store)  # its text leaves the store's files too
+        return deleted
 
     def delete(self, user_id: str, memory_id: str) -> bool:
         """Sync `adelete`."""
-        return run_steps(self.store, delete_memory_steps(user_id, memory_id))
+        deleted = run_steps(self.store, delete_memory_steps(user_id, memory_id))
+        if deleted:
+            purge_store(self.store)
+        return deleted
 
     # -- shared step builders and the two drivers ---------------------------------------------
 

@@ -18,12 +18,15 @@ from typing import Any
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
+from engram.stores.memory.specifics import conflict
 from engram.stores.memory.types import (
+    MAX_CONTENT_CHARS,
     Memory,
     MemoryCandidate,
     WriteResult,
     content_hash,
     hash_put,
+    joined_content,
     memory_put,
     merge_content,
     normalize_text,
@@ -113,7 +116,11 @@ def upsert_steps(
             old
             for old, item in zip(olds, found)
             if _same_value(old, content, structured)
-            or (item.score is not None and item.score >= settings.duplicate_threshold)
+            or (
+                item.score is not None
+                and item.score >= settings.duplicate_threshold
+                and _mergeable(old.content, content)
+            )
         ]
         if same:
             return (yield from _merge_into(namespace, hash_namespace, same[0], content, digest,
@@ -129,7 +136,8 @@ def upsert_steps(
                    hash_put(hash_namespace, digest, new.id)]
             return WriteResult("superseded", new, tuple(replaced), reason=f"new value for {candidate.key}")
 
-    # 4. near duplicate in the same category: merge
+    # 4. near duplicate in the same category, stating no other number, name or identifier
+    #    (`engram.stores.memory.specifics`) and short enough together: merge
     flt = {"category": candidate.category, "current": True, "forgotten": False}
     (similar,) = yield [SearchOp(namespace, flt, limit=settings.merge_pool, query=content)]
     for item in similar:
@@ -137,6 +145,8 @@ def upsert_steps(
             continue
         existing = Memory.from_item(item)
         if existing.key and candidate.key and existing.key != candidate.key:
+            continue
+        if not _mergeable(existing.content, content):
             continue
         return (yield from _merge_into(namespace, hash_namespace, existing, content, digest,
                                        importance, candidate, sources, structured, now))
@@ -232,6 +242,14 @@ def _merge_into(
         *(hash_put(hash_namespace, h, merged.id) for h in {digest, content_hash(merged_text)}),
     ]
     return WriteResult("merged", merged, reason="near duplicate")
+
+
+def _mergeable(existing: str, incoming: str) -> bool:
+    """Whether two similar texts may become one memory: they state no different numbers, names
+    or identifiers (`specifics.conflict`), and together stay within `MAX_CONTENT_CHARS`."""
+    if conflict(existing, incoming):
+        return False
+    return len(joined_content(existing, incoming)) <= max(MAX_CONTENT_CHARS, len(existing))
 
 
 def _absorb(

@@ -37,7 +37,9 @@ DEFAULT_IMPORTANCE: dict[str, float] = {
 doing something) sits between goal and lesson at 0.75."""
 
 MAX_CONTENT_CHARS = 2000
-"""Seed 000's cap on a merged memory: a merge longer than this keeps only the newer text."""
+"""Seed 000's cap on a merged memory. The write policy never merges two texts whose merge would
+be longer (the new text becomes a memory of its own); `merge_content` alone, past the cap, keeps
+only the newer text, as seed 000 does."""
 
 WriteAction = Literal["created", "merged", "duplicate", "superseded", "unchanged", "dropped"]
 
@@ -233,6 +235,12 @@ def merge_content(existing: str, incoming: str) -> str:
         >>> merge_content("I use Vim", "I use Vim with the LazyVim config")
         'I use Vim with the LazyVim config'
     """
+    merged = joined_content(existing, incoming)
+    return incoming.strip() if len(merged) > MAX_CONTENT_CHARS else merged
+
+
+def joined_content(existing: str, incoming: str) -> str:
+    """The text that contains the other, else both lines: a merge before the cap."""
     a, b = existing.strip(), incoming.strip()
     if not a or not b:
         return a or b
@@ -241,8 +249,7 @@ def merge_content(existing: str, incoming: str) -> str:
         return a
     if na in nb:
         return b
-    merged = f"{a}\n{b}"
-    return b if len(merged) > MAX_CONTENT_CHARS else merged
+    return f"{a}\n{b}"
 
 
 def utc_now() -> datetime:

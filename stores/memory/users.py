@@ -1,6 +1,7 @@
 """Everything engram keeps about one user, as a whole: where it lives, stats, and deletion.
 
-engram's namespaces put the user id second: `("memories", U)` (long-term memories),
+engram's namespaces put the user's label second (`engram.stores.namespaces.user_label`: the id,
+with `%`, `.` and `*` escaped): `("memories", U)` (long-term memories),
 `("memory_hashes", U)` (the exact-duplicate registry), `("episodes", U)` (archived messages),
 `("memory_maintenance", U)` (what maintenance changed, so `restore` can undo it) and
 `("threads", U)`, the thread registry: `consolidate` records each thread a user talks in (key:
@@ -10,14 +11,20 @@ and running summary) from the checkpointer.
 `delete_user` removes every namespace whose second label is the user id (the ones above and any
 an app adds with the same convention), after deleting the registered threads from the
 checkpointer it is given. Namespaces are matched label by label, so user `"al"` never touches
-`"alice"`'s data.
+`"alice"`'s data, and since no label is `*`, no user id acts as a wildcard.
 
 Functions come as store steps (`engram.stores.steps`); `adelete_user` / `delete_user` are the
-drivers that also reach the checkpointer.
+drivers that also reach the checkpointer. Deleting leaves nothing behind in files engram can
+reach: a store that keeps files is purged afterwards (`ChromaStore.purge_deleted`: Chroma's log,
+free pages and vector files, the BM25 index), and a SQLite checkpointer deletes securely
+(`PRAGMA secure_delete`) and empties its write-ahead log.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sqlite3
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -29,12 +36,14 @@ from engram.stores.memory.types import Memory
 from engram.stores.namespaces import (
     MEMORY_NAMESPACE,
     THREAD_NAMESPACE,
-    check_user,
     memory_namespace,
     thread_namespace,
+    user_label,
+    user_of_label,
 )
 from engram.stores.steps import Steps, arun_steps, run_steps
 
+_NO_LOCK = contextlib.nullcontext()
 PAGE = 100_000
 """Items read or deleted per store call when walking a whole namespace. Large: a plain search
 costs `ChromaStore` a scan of the namespace's metadata whatever the page size, so one call
@@ -122,8 +131,9 @@ def memories_steps(user_id: str) -> Steps[list[Memory]]:
 
 
 def user_namespaces_steps(user_id: str) -> Steps[list[tuple[str, ...]]]:
-    """Every namespace whose second label is `user_id` (`("memories", U)`, `("episodes", U)`...)."""
-    label = check_user(user_id)
+    """Every namespace whose second label is the user's (`("memories", U)`, `("episodes", U)`,
+    ...)."""
+    label = user_label(user_id)
     condition = MatchCondition(match_type="prefix", path=("*", label))
     found: list[tuple[str, ...]] = []
     offset = 0
@@ -136,10 +146,11 @@ def user_namespaces_steps(user_id: str) -> Steps[list[tuple[str, ...]]]:
 
 
 def users_steps() -> Steps[list[str]]:
-    """Users that have long-term memories, sorted."""
+    """Users that have long-term memories (their ids, not their labels), sorted."""
     condition = MatchCondition(match_type="prefix", path=(MEMORY_NAMESPACE,))
     (found,) = yield [ListNamespacesOp(match_conditions=(condition,), max_depth=2, limit=100_000)]
-    return sorted({ns[1] for ns in found if len(ns) == 2})
+    users = (user_of_label(ns[1]) for ns in found if len(ns) == 2)
+    return sorted({user for user in users if user is not None})
 
 
 def stats_steps(user_id: str) -> Steps[UserStats]:
@@ -217,9 +228,12 @@ async def adelete_user(
     """
     threads = await arun_steps(store, registered_threads_steps(user_id))
     if checkpointer is not None:
+        await asyncio.to_thread(_secure_checkpointer, checkpointer, done=False)
         for thread_id in threads:
             await checkpointer.adelete_thread(thread_id)
+        await asyncio.to_thread(_secure_checkpointer, checkpointer, done=True)
     deleted = await arun_steps(store, purge_user_steps(user_id))
+    await apurge_store(store)
     return _delete_report(user_id, deleted, threads, checkpointer is not None)
 
 
@@ -229,10 +243,25 @@ def delete_user(
     """Sync `adelete_user`."""
     threads = run_steps(store, registered_threads_steps(user_id))
     if checkpointer is not None:
+        _secure_checkpointer(checkpointer, done=False)
         for thread_id in threads:
             checkpointer.delete_thread(thread_id)
+        _secure_checkpointer(checkpointer, done=True)
     deleted = run_steps(store, purge_user_steps(user_id))
+    purge_store(store)
     return _delete_report(user_id, deleted, threads, checkpointer is not None)
+
+
+async def apurge_store(store: BaseStore) -> None:
+    """Purge what was deleted from the store's files, if it keeps any (`purge_deleted`)."""
+    if (purge := getattr(store, "apurge_deleted", None)) is not None:
+        await purge()
+
+
+def purge_store(store: BaseStore) -> None:
+    """Sync `apurge_store`."""
+    if (purge := getattr(store, "purge_deleted", None)) is not None:
+        purge()
 
 
 def _delete_report(
@@ -244,3 +273,14 @@ def _delete_report(
         threads=threads if with_checkpointer else [],
         threads_not_deleted=[] if with_checkpointer else threads,
     )
+
+
+def _secure_checkpointer(checkpointer: BaseCheckpointSaver, *, done: bool) -> None:
+    """Before deleting from a SQLite checkpointer, make its deletes overwrite the data; after,
+    empty its write-ahead log, which still holds earlier versions of the pages. Other
+    checkpointers are left as they are (README "Deleting")."""
+    conn = getattr(checkpointer, "conn", None)
+    if not isinstance(conn, sqlite3.Connection):
+        return
+    with getattr(checkpointer, "lock", None) or _NO_LOCK:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)" if done else "PRAGMA secure_delete=ON")

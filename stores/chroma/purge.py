@@ -1,0 +1,144 @@
+"""Making deleted items unrecoverable from an embedded Chroma folder's files.
+
+Deleting a record from Chroma (1.5, `PersistentClient`) leaves its text in three places:
+
+- Chroma's log, the table `embeddings_queue` of `chroma.sqlite3`: every add, update and upsert
+  is a row with the record's metadata as JSON. Chroma deletes rows only once every segment of
+  the collection has persisted past them, which for the vector index happens every
+  `hnsw:sync_threshold` (1000) writes. `purge_files` empties the metadata of the rows of a
+  record that a later row of the log deletes, once the metadata segment has applied them
+  (its `max_seq_id`): such a row only matters to the vector index, which replays vectors, never
+  metadata. No row is removed, so a replay after a crash still ends with the record deleted.
+- free space inside `chroma.sqlite3`'s pages (Chroma's SQLite does not delete securely):
+  `VACUUM` rewrites the file. Chroma's trigram index of documents (`embedding_fulltext_search`,
+  which only holds documents of records an earlier engram wrote) is merged first, so that no
+  term of a deleted document survives in its segments.
+- the vector index files (`<segment>/data_level0.bin`, `length.bin`): hnswlib allocates room for
+  more elements than it holds without clearing it and writes that room to disk, so the files
+  can carry whatever the writing process had in freed memory, texts included. The room past the
+  last element (`header.bin` gives the count) is overwritten with zeros; hnswlib never reads it.
+
+The BM25 index (`engram.stores.lexical.index.LexicalIndex.scrub`) and a SQLite checkpointer
+(`engram.stores.memory.users.adelete_user`) are scrubbed by their owners. A Chroma server keeps
+its files to itself: there the deletes are all a client can do (README "Deleting").
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+CHROMA_FILE = "chroma.sqlite3"
+DELETE = 3
+"""Chroma's operation code of a delete in `embeddings_queue`."""
+HEADER = struct.Struct("<iQQQQ")
+"""The start of hnswlib's `header.bin`: version, offsetLevel0, max elements, element count,
+bytes per element."""
+HNSW_VERSION = 1
+_BUSY_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    """What `purge_files` cleared."""
+
+    log_rows: int = 0
+    """Rows of Chroma's log whose record text was removed."""
+    vacuumed: bool = False
+    """Whether `chroma.sqlite3` was rewritten without its free space."""
+    zeroed_bytes: int = 0
+    """Bytes of unused room in the vector index files overwritten with zeros."""
+
+
+def purge_files(folder: Path, collection_id: str) -> PurgeReport:
+    """Remove the text of deleted records of a collection from a `PersistentClient` folder.
+
+    Raises:
+        sqlite3.OperationalError: Another process held `chroma.sqlite3` locked for longer than
+            30 seconds; nothing is lost, call again.
+    """
+    db = sqlite3.connect(folder / CHROMA_FILE, timeout=_BUSY_SECONDS, isolation_level=None)
+    try:
+        db.execute("PRAGMA secure_delete = ON")
+        rows = _purge_log(db, collection_id)
+        _merge_documents_index(db)
+        db.execute("VACUUM")
+        vector_segments = [
+            row[0]
+            for row in db.execute(
+                "SELECT id FROM segments WHERE collection = ? AND scope = 'VECTOR'",
+                (collection_id,),
+            )
+        ]
+    finally:
+        db.close()
+    zeroed = sum(_zero_unused_room(folder / segment) for segment in vector_segments)
+    return PurgeReport(log_rows=rows, vacuumed=True, zeroed_bytes=zeroed)
+
+
+def _purge_log(db: sqlite3.Connection, collection_id: str) -> int:
+    """Empty the metadata of log rows that a later delete of the same record makes moot and
+    that the metadata segment has applied."""
+    applied = _applied_seq_id(db, collection_id)
+    if applied is None:
+        return 0
+    cursor = db.execute(
+        "UPDATE embeddings_queue AS q SET metadata = NULL "
+        "WHERE q.topic LIKE '%/' || ? AND q.metadata IS NOT NULL AND q.operation != ? "
+        "AND q.seq_id <= ? AND EXISTS (SELECT 1 FROM embeddings_queue AS d "
+        "WHERE d.topic = q.topic AND d.id = q.id AND d.operation = ? AND d.seq_id > q.seq_id)",
+        (collection_id, DELETE, applied, DELETE),
+    )
+    return cursor.rowcount
+
+
+def _applied_seq_id(db: sqlite3.Connection, collection_id: str) -> int | None:
+    row = db.execute(
+        "SELECT m.seq_id FROM max_seq_id AS m JOIN segments AS s ON s.id = m.segment_id "
+        "WHERE s.collection = ? AND s.scope = 'METADATA'",
+        (collection_id,),
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    seq = row[0]
+    return int.from_bytes(seq, "big") if isinstance(seq, bytes) else int(seq)
+
+
+def _merge_documents_index(db: sqlite3.Connection) -> None:
+    table = "embedding_fulltext_search"
+    exists = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE name = ? AND type = 'table'", (table,)
+    ).fetchone()
+    if exists:
+        db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+
+def _zero_unused_room(segment: Path) -> int:
+    """Overwrite the room past the last element of an hnswlib segment's files with zeros."""
+    header_file = segment / "header.bin"
+    if not header_file.is_file():
+        return 0
+    header = header_file.read_bytes()
+    if len(header) < HEADER.size:
+        return 0
+    version, _, capacity, count, per_element = HEADER.unpack_from(header)
+    if version != HNSW_VERSION or count > capacity or per_element <= 0:
+        logger.warning("vector index %s has an unknown layout: its unused room is left", segment)
+        return 0
+    zeroed = 0
+    for name, used in (("data_level0.bin", count * per_element), ("length.bin", count * 4)):
+        path = segment / name
+        if not path.is_file():
+            continue
+        size = path.stat().st_size
+        if size > used:
+            with path.open("r+b") as f:
+                f.seek(used)
+                f.write(bytes(size - used))
+            zeroed += size - used
+    return zeroed
