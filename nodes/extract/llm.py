@@ -4,11 +4,12 @@
 offline `RuleExtractor` (`engram.nodes.extract.rules`) otherwise. Both turn a window of messages
 into `MemoryCandidate`s; the write policy in `LongTermMemory` decides what to store.
 
-The LLM extractor calls `memory_model.with_structured_output(SaveMemories)`: the schema's
-docstring is the tool description the model sees. Secrets are redacted from the transcript before
-it leaves the process. Output that is not a `SaveMemories` raises `ExtractionError`; the model's
-own validation and parsing errors (pydantic `ValidationError`, `OutputParserException`) propagate
-as the `ValueError`s they are, so the caller records them as failures and stores nothing.
+The LLM extractor asks for `SaveMemories` through `engram.nodes.model_calls`: the output is
+bounded (`EXTRACT_MAX_TOKENS`, and the schema's `maxItems`/`maxLength`, which llama.cpp enforces
+as a grammar), each call has a timeout, and an answer that does not parse gets one corrective
+retry. After that it raises `ModelOutputError` (a `ValueError`) or `TimeoutError`; `consolidate`
+records the failure and extracts that window with the offline rules instead. Secrets are redacted
+from the transcript before it leaves the process.
 
 Example:
     >>> import asyncio
@@ -25,10 +26,15 @@ from typing import Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
 from engram.nodes.extract.rules import RuleExtractor
+from engram.nodes.model_calls import (
+    CALL_TIMEOUT,
+    ModelOutputError,
+    ainvoke_structured,
+    structured,
+)
 from engram.nodes.prompts import (
     EXTRACTION_CONTEXT_SECTION,
     EXTRACTION_SYSTEM_PROMPT,
@@ -42,10 +48,17 @@ ExtractionMode = Literal["llm", "offline"]
 
 LLM_CONFIDENCE = 0.9
 """Confidence given to model-extracted memories."""
+EXTRACT_MAX_TOKENS = 768
+"""Output limit of one extraction call (the schema allows at most `MAX_MEMORIES` memories)."""
+MAX_MEMORIES = 10
+"""Memories one extraction call may return."""
+MAX_CONTENT_CHARS = 300
+"""Characters of one extracted memory at most."""
 
 
-class ExtractionError(ValueError):
-    """The memory model answered with something that is not a list of memories."""
+ExtractionError = ModelOutputError
+"""The memory model answered with something that is not a list of memories (also after the
+corrective retry)."""
 
 
 class ExtractedMemory(BaseModel):
@@ -64,7 +77,9 @@ class ExtractedMemory(BaseModel):
         description=(
             "One self-contained statement about the user, in the language they used, keeping "
             "names, numbers, versions, paths and identifiers exactly as written."
-        )
+        ),
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
     )
     importance: float = Field(
         ge=0.0,
@@ -78,9 +93,9 @@ class ExtractedMemory(BaseModel):
         default=None,
         description=(
             "Only for a single-valued attribute that can change later: a lowercase slug "
-            "'<category>.<attribute>', e.g. preference.frontend_framework, fact.employer, "
-            "project.database. The same attribute always gets the same key."
+            "'<category>.<attribute>'. The same attribute always gets the same key."
         ),
+        max_length=64,
     )
 
 
@@ -91,7 +106,7 @@ class SaveMemories(BaseModel):
     none). Never include passwords, API keys, tokens, card numbers or other secrets.
     """
 
-    memories: list[ExtractedMemory] = Field(default_factory=list)
+    memories: list[ExtractedMemory] = Field(default_factory=list, max_length=MAX_MEMORIES)
 
 
 class Extractor(Protocol):
@@ -122,6 +137,8 @@ class LLMExtractor:
         system_prompt: Overrides `EXTRACTION_SYSTEM_PROMPT`.
         user_prompt: Overrides `EXTRACTION_USER_PROMPT` (`{context_section}`, `{transcript}`).
         context_section: Overrides `EXTRACTION_CONTEXT_SECTION` (`{context}`).
+        max_tokens: Output limit per call.
+        timeout: Seconds per call.
     """
 
     mode: ExtractionMode = "llm"
@@ -133,11 +150,13 @@ class LLMExtractor:
         system_prompt: str = EXTRACTION_SYSTEM_PROMPT,
         user_prompt: str = EXTRACTION_USER_PROMPT,
         context_section: str = EXTRACTION_CONTEXT_SECTION,
+        max_tokens: int = EXTRACT_MAX_TOKENS,
+        timeout: float = CALL_TIMEOUT,
     ) -> None:
-        # Tagged so that stream_mode="messages" does not stream the extraction to the user.
-        self.runnable = model.with_structured_output(SaveMemories).with_config(
-            tags=[TAG_NOSTREAM], run_name="engram_extract"
+        self.runnable = structured(
+            model, SaveMemories, max_tokens=max_tokens, run_name="engram_extract"
         )
+        self.timeout = timeout
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
         self.context_section = context_section
@@ -145,7 +164,7 @@ class LLMExtractor:
     async def aextract(
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
     ) -> list[MemoryCandidate]:
-        """Ask the model; raises `ExtractionError` (or the parser's `ValueError`) on bad output."""
+        """Ask the model; raises `ModelOutputError` on unusable output, `TimeoutError` if slow."""
         if not messages:
             return []
         section = (
@@ -154,14 +173,12 @@ class LLMExtractor:
         user = self.user_prompt.format(
             context_section=section, transcript=_redacted_transcript(messages)
         )
-        result = await self.runnable.ainvoke([SystemMessage(self.system_prompt), HumanMessage(user)])
-        if isinstance(result, dict):
-            result = SaveMemories.model_validate(result)
-        if not isinstance(result, SaveMemories):
-            raise ExtractionError(
-                f"the memory model returned {type(result).__name__} instead of SaveMemories; "
-                "use a model that supports tool calling or JSON mode"
-            )
+        result = await ainvoke_structured(
+            self.runnable,
+            SaveMemories,
+            [SystemMessage(self.system_prompt), HumanMessage(user)],
+            timeout=self.timeout,
+        )
         return [
             MemoryCandidate(
                 content=m.content, category=m.category, importance=m.importance, key=m.key,
