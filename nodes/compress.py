@@ -31,7 +31,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from engram.nodes.failures import RECOVERABLE_ERRORS
-from engram.nodes.model_calls import CALL_TIMEOUT, ainvoke_structured, structured
+from engram.nodes.model_calls import ainvoke_structured, call_timeout, structured
 from engram.nodes.prompts import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_PROMPT
 from engram.stores.maintenance.types import CompressedDraft, CompressionError
 from engram.stores.memory.types import Memory
@@ -71,7 +71,7 @@ class LLMCompressor:
         user_prompt: Overrides `COMPRESSION_USER_PROMPT` (`{category}`, `{count}`,
             `{memories}`).
         max_tokens: Output limit per call.
-        timeout: Seconds per call.
+        timeout: Seconds per call (default: `call_timeout(model)`).
     """
 
     mode = "llm"
@@ -83,12 +83,12 @@ class LLMCompressor:
         system_prompt: str = COMPRESSION_SYSTEM_PROMPT,
         user_prompt: str = COMPRESSION_USER_PROMPT,
         max_tokens: int = COMPRESS_MAX_TOKENS,
-        timeout: float = CALL_TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         self.runnable = structured(
             model, CompressMemories, max_tokens=max_tokens, run_name="engram_compress"
         )
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
 

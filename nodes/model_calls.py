@@ -33,7 +33,8 @@ from pydantic import BaseModel
 from engram.nodes.prompts import STRUCTURED_RETRY_PROMPT
 
 CALL_TIMEOUT = 120.0
-"""Seconds one memory-model call may take before it is abandoned."""
+"""Seconds one memory-model call may take before it is abandoned, for a model that sets no
+timeout of its own (see `call_timeout`)."""
 RETRIES = 1
 """Corrective retries after an answer that does not parse."""
 MAX_ECHO_CHARS = 1500
@@ -44,6 +45,15 @@ Schema = TypeVar("Schema", bound=BaseModel)
 
 class ModelOutputError(ValueError):
     """The memory model's answer was unusable (did not parse, was cut off) after the retry."""
+
+
+def call_timeout(model: BaseChatModel) -> float:
+    """Seconds per call: the model's own request timeout when it has a number (`ChatOpenAI(
+    timeout=...)`; a local model sets it in `local_chat_model`), else `CALL_TIMEOUT`."""
+    configured = getattr(model, "request_timeout", None)
+    if isinstance(configured, int | float) and not isinstance(configured, bool) and configured > 0:
+        return float(configured)
+    return CALL_TIMEOUT
 
 
 def limited(model: BaseChatModel, max_tokens: int) -> Runnable:

@@ -102,8 +102,9 @@ Rules:
 1. Use only what the conversation says. Never invent anything, never repeat these instructions.
 2. The user's own words are the evidence. Take a lesson or skill from the assistant only when
    the user confirms that it worked.
-3. Each memory is one short sentence about the user, written in the third person, in the
-   language the user wrote in.
+3. Each memory is one short sentence about the user in the third person, in the language the
+   user wrote in: it starts with "The user" (in Chinese, with "用户"). Rephrase; do not paste the
+   message.
 4. Copy names, numbers, versions, paths, commands and identifiers exactly as written.
 5. Skip greetings, thanks, small talk, questions, one-off requests and temporary details.
 6. Never write down passwords, API keys, tokens, card numbers or other secrets.

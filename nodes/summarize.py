@@ -33,7 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
 
-from engram.nodes.model_calls import CALL_TIMEOUT, limited
+from engram.nodes.model_calls import call_timeout, limited
 from engram.nodes.prompts import SUMMARY_NEW_PROMPT, SUMMARY_SYSTEM_PROMPT, SUMMARY_UPDATE_PROMPT
 from engram.nodes.tokens import TokenCounter, message_content
 from engram.nodes.transcript import render_transcript, role_of
@@ -88,7 +88,7 @@ class LLMSummarizer:
         system_prompt: Overrides `SUMMARY_SYSTEM_PROMPT` (a `{max_tokens}` field is filled in).
         new_prompt: Overrides `SUMMARY_NEW_PROMPT` (`{transcript}`).
         update_prompt: Overrides `SUMMARY_UPDATE_PROMPT` (`{previous_summary}`, `{transcript}`).
-        timeout: Seconds per call (the output is limited to the summary's `max_tokens`).
+        timeout: Seconds per call, default `call_timeout(model)` (the output is limited to the summary's `max_tokens`).
     """
 
     mode: SummaryMode = "llm"
@@ -100,10 +100,10 @@ class LLMSummarizer:
         system_prompt: str = SUMMARY_SYSTEM_PROMPT,
         new_prompt: str = SUMMARY_NEW_PROMPT,
         update_prompt: str = SUMMARY_UPDATE_PROMPT,
-        timeout: float = CALL_TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         self.model = model
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.new_prompt = new_prompt
         self.update_prompt = update_prompt

@@ -429,6 +429,20 @@ async def test_llm_extractor_retries_once_then_rejects_malformed_output():
     assert "less than or equal to 1" in model.structured_calls[3][1][-1].text
 
 
+async def test_llm_extractor_keeps_only_keys_of_the_memorys_own_category():
+    answer = {"memories": [
+        {"content": "The user indents with tabs", "category": "preference", "importance": 0.9,
+         "key": "Preference.Indentation"},
+        {"content": "The user works at Acme", "category": "fact", "importance": 0.8,
+         "key": "fact"},
+        {"content": "The user uses Vim", "category": "preference", "importance": 0.8,
+         "key": "project.editor"},
+    ]}
+    model = StructuredFakeChatModel(structured_responses=[answer])
+    found = await LLMExtractor(model).aextract([HumanMessage("tabs; Acme; Vim", id="m1")])
+    assert [c.key for c in found] == ["preference.indentation", None, None]
+
+
 def test_make_extractor_picks_by_model():
     assert make_extractor(None).mode == "offline"
     assert make_extractor(StructuredFakeChatModel()).mode == "llm"

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
@@ -30,9 +31,9 @@ from pydantic import BaseModel, Field
 
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.model_calls import (
-    CALL_TIMEOUT,
     ModelOutputError,
     ainvoke_structured,
+    call_timeout,
     structured,
 )
 from engram.nodes.prompts import (
@@ -56,14 +57,28 @@ MAX_CONTENT_CHARS = 300
 """Characters of one extracted memory at most."""
 
 
+_KEY = re.compile(r"[a-z]+\.[a-z0-9_]+(\.[a-z0-9_]+)*")
+
 ExtractionError = ModelOutputError
 """The memory model answered with something that is not a list of memories (also after the
 corrective retry)."""
 
 
 class ExtractedMemory(BaseModel):
-    """One thing worth remembering about the user."""
+    """One thing worth remembering about the user.
 
+    `content` comes first: a model writing the fields in order decides the category after the
+    statement, instead of walking down the list of categories.
+    """
+
+    content: str = Field(
+        description=(
+            "One self-contained statement about the user, in the language they used, keeping "
+            "names, numbers, versions, paths and identifiers exactly as written."
+        ),
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+    )
     category: Category = Field(
         description=(
             "preference: tastes, habits, conventions, rules for working with the user; "
@@ -72,14 +87,6 @@ class ExtractedMemory(BaseModel):
             "and what works instead; skill: a reusable way of doing something that worked; "
             "goal: plans and intentions."
         )
-    )
-    content: str = Field(
-        description=(
-            "One self-contained statement about the user, in the language they used, keeping "
-            "names, numbers, versions, paths and identifiers exactly as written."
-        ),
-        min_length=1,
-        max_length=MAX_CONTENT_CHARS,
     )
     importance: float = Field(
         ge=0.0,
@@ -138,7 +145,7 @@ class LLMExtractor:
         user_prompt: Overrides `EXTRACTION_USER_PROMPT` (`{context_section}`, `{transcript}`).
         context_section: Overrides `EXTRACTION_CONTEXT_SECTION` (`{context}`).
         max_tokens: Output limit per call.
-        timeout: Seconds per call.
+        timeout: Seconds per call (default: `call_timeout(model)`).
     """
 
     mode: ExtractionMode = "llm"
@@ -151,12 +158,12 @@ class LLMExtractor:
         user_prompt: str = EXTRACTION_USER_PROMPT,
         context_section: str = EXTRACTION_CONTEXT_SECTION,
         max_tokens: int = EXTRACT_MAX_TOKENS,
-        timeout: float = CALL_TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         self.runnable = structured(
             model, SaveMemories, max_tokens=max_tokens, run_name="engram_extract"
         )
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
         self.context_section = context_section
@@ -181,12 +188,24 @@ class LLMExtractor:
         )
         return [
             MemoryCandidate(
-                content=m.content, category=m.category, importance=m.importance, key=m.key,
-                confidence=LLM_CONFIDENCE,
+                content=m.content, category=m.category, importance=m.importance,
+                key=_checked_key(m.key, m.category), confidence=LLM_CONFIDENCE,
             )
             for m in result.memories
             if m.content.strip()
         ]
+
+
+def _checked_key(key: str | None, category: str) -> str | None:
+    """`key` when it is a `<category>.<attribute>` slug of the memory's own category, else None.
+
+    A key makes the write policy supersede the current memory with the same key; a malformed
+    one (a bare category name, as small models answer) would supersede unrelated memories.
+    """
+    if key is None:
+        return None
+    slug = key.strip().lower()
+    return slug if _KEY.fullmatch(slug) and slug.startswith(f"{category}.") else None
 
 
 def _redacted_transcript(messages: Sequence[BaseMessage]) -> str:
