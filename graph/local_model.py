@@ -459,6 +459,8 @@ def _start_server(gguf: Path, threads: int, context_window: int) -> Any:
     params.n_parallel = 1
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
+    # llama.cpp logs every request to stderr; only when this module's logger is at DEBUG.
+    params.verbosity = 3 if logger.isEnabledFor(logging.DEBUG) else 0
     logger.info("starting llama.cpp on %s (%d threads, %d-token window)", gguf.name, threads,
                 context_window)
     return xllamacpp.Server(params)

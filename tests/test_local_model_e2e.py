@@ -34,7 +34,8 @@ async def test_a_bundled_dialog_runs_end_to_end_on_the_local_model(local_05b):
     [run] = await arun_suite([dialog], RunSettings(memory_model=local_05b, concurrency=1))
 
     # Every summary and extraction came from the model: none failed over to the offline rules.
-    assert run.failures == []
+    # (Other stages may time out on a loaded machine, e.g. recall's 500 ms budget.)
+    assert not [f for f in run.failures if f["stage"] in ("extract", "summarize")], run.failures
     # Compaction ran (evicted messages are archived as episodes) within the first session.
     assert run.episodes
 
