@@ -17,7 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from engram.evals.report import format_number, verdict
+from engram.evals.report import METRIC_DEFINITIONS, format_number, verdict
 
 _VERDICTS = {"pass": "[green]pass[/]", "fail": "[red]FAIL[/]", None: ""}
 
@@ -66,6 +66,7 @@ def report_tables(report: Mapping[str, Any]) -> Group:
     table.add_column("value", justify="right")
     table.add_column("target", justify="right")
     table.add_column("", justify="center")
+    table.add_column("definition", style="dim")
     for name, value in metrics.items():
         if isinstance(value, Mapping):
             continue
@@ -75,8 +76,12 @@ def report_tables(report: Mapping[str, Any]) -> Group:
             format_number(value),
             target["target"] if target else "",
             _VERDICTS[verdict(target)],
+            METRIC_DEFINITIONS.get(name, ""),
         )
     parts: list[Any] = [table]
+    evidence = _evidence_table(report.get("dialogs", []))
+    if evidence is not None:
+        parts.append(evidence)
     latency = _latency_table(metrics)
     if latency is not None:
         parts.append(latency)
@@ -84,6 +89,26 @@ def report_tables(report: Mapping[str, Any]) -> Group:
     if isinstance(by_category, Mapping) and by_category:
         parts.append(_category_table(by_category))
     return Group(*parts)
+
+
+def _evidence_table(dialogs: list[Mapping[str, Any]]) -> Table | None:
+    """Per dialog with something to show: counts of missed, unmatched and failed probes (the
+    memories themselves are in report.html and report.json)."""
+    rows = []
+    for row in dialogs:
+        evidence = row.get("evidence") or {}
+        counts = [len(evidence.get(k, [])) for k in ("missed", "unmatched", "failed_probes")]
+        if any(counts):
+            rows.append((str(row["id"]), *map(str, counts)))
+    if not rows:
+        return None
+    table = Table(title="evidence per dialog (details in report.html)", title_justify="left")
+    table.add_column("dialog")
+    for column in ("missed", "unmatched", "failed probes"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _latency_table(metrics: Mapping[str, Any]) -> Table | None:

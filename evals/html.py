@@ -1,7 +1,10 @@
 """The HTML report: one self-contained page (inline CSS, no scripts, no external assets).
 
-It states the mode, the embedder and the versions, shows a bar per metric with its target and
-pass/fail, the per-node latencies, and the per-dialog (suite) or per-category (LoCoMo) tables.
+It states the mode, the embedder and the versions, shows each metric with its one-line
+definition, a bar for shares (counts are numbers, not bars), its target and pass/fail, the
+per-node latencies, the per-dialog (suite) or per-category (LoCoMo) tables, and for each dialog
+its evidence: expected memories missed, stored memories that matched nothing, failed probes with
+what was recalled instead.
 """
 
 from __future__ import annotations
@@ -10,7 +13,13 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from engram.evals.report import COUNT_METRICS, LOWER_IS_BETTER, format_number, verdict
+from engram.evals.report import (
+    COUNT_METRICS,
+    LOWER_IS_BETTER,
+    METRIC_DEFINITIONS,
+    format_number,
+    verdict,
+)
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;
@@ -29,7 +38,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .pass{color:#1f7a45}.fail{color:#b3362b}.na{color:#8a93a3}
 .tag{font-size:.8rem;font-weight:600;padding:.05rem .4rem;border-radius:3px}
 .tag.pass{background:#dff3e7}.tag.fail{background:#f9e0dd}
-small{color:#5b6474}
+small{color:#5b6474}details{margin:.4rem 0}summary{cursor:pointer}
+.evidence li{margin:.15rem 0}.evidence ul{margin:.2rem 0 .6rem 1.2rem;padding:0}
 """
 
 
@@ -60,6 +70,7 @@ def render_html(report: Mapping[str, Any]) -> str:
         parts += ["<h2>By category</h2>", _category_table(metrics["by_category"])]
     if report.get("dialogs"):
         parts += ["<h2>Dialogs</h2>", _dialog_table(report["dialogs"])]
+        parts += ["<h2>Evidence per dialog</h2>", _evidence(report["dialogs"])]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -98,8 +109,10 @@ def _metric_table(metrics: Mapping[str, Any], targets: Mapping[str, Any]) -> str
         target = targets.get(name)
         result = verdict(target)
         status = f'<span class="tag {result}">{result}</span>' if result else ""
+        definition = METRIC_DEFINITIONS.get(name, "")
         rows.append(
-            f"<tr><td>{escape(name)}</td><td>{_bar(name, value, target)}</td>"
+            f"<tr><td>{escape(name)}<br><small>{escape(definition)}</small></td>"
+            f"<td>{_bar(name, value, target)}</td>"
             f'<td class="num">{_number(value)}</td>'
             f'<td class="num">{escape(target["target"]) if target else ""}</td><td>{status}</td></tr>'
         )
@@ -108,11 +121,11 @@ def _metric_table(metrics: Mapping[str, Any], targets: Mapping[str, Any]) -> str
 
 
 def _bar(name: str, value: Any, target: Mapping[str, Any] | None) -> str:
-    threshold = _threshold(target)
+    """A bar for a share in [0, 1]; nothing for a count (a count has no full scale)."""
     if name in COUNT_METRICS:
-        scale = max(float(value or 0), threshold or 0.0, 1.0)
-    else:
-        scale = 1.0
+        return ""
+    threshold = _threshold(target)
+    scale = 1.0
     width = 0.0 if value is None else max(0.0, min(1.0, float(value) / scale))
     cls = verdict(target) or ""
     mark = ""
@@ -176,6 +189,50 @@ def _dialog_table(dialogs: list[Mapping[str, Any]]) -> str:
         cells = "".join(f'<td class="num">{_number(row.get(c))}</td>' for c in columns)
         rows.append(f"<tr><td>{escape(str(row['id']))}</td>{cells}</tr>")
     return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _evidence(dialogs: list[Mapping[str, Any]]) -> str:
+    """Per dialog: missed expected memories, unmatched stored ones, failed probes."""
+    blocks = []
+    for row in dialogs:
+        evidence = row.get("evidence")
+        if not isinstance(evidence, Mapping):
+            continue
+        missed, unmatched, probes = (
+            evidence.get("missed", []), evidence.get("unmatched", []),
+            evidence.get("failed_probes", []),
+        )
+        summary = (
+            f"{escape(str(row['id']))}: {len(missed)} missed, {len(unmatched)} unmatched, "
+            f"{len(probes)} failed probes"
+        )
+        items = [
+            _list("Expected, not stored", [
+                f"[{escape(e['category'])}] {escape(e['content'])} "
+                f"<small>needs: {escape(', '.join(e['details']))}</small>" for e in missed
+            ]),
+            _list("Stored, matching nothing expected", [
+                f"[{escape(s['category'])}] {escape(s['content'])}"
+                + ("" if s.get("current", True) else " <small>(not current)</small>")
+                for s in unmatched
+            ]),
+            _list("Failed probes (what was recalled instead)", [
+                f"<b>{escape(p['query'])}</b> <small>missing: {escape(', '.join(p['missing']))}"
+                "</small><ol>" + "".join(f"<li>{escape(r)}</li>" for r in p["recalled"])
+                + ("" if p["recalled"] else "<li><small>nothing recalled</small></li>") + "</ol>"
+                for p in probes
+            ]),
+        ]
+        blocks.append(
+            f'<details class="evidence"><summary>{summary}</summary>{"".join(items)}</details>'
+        )
+    return "".join(blocks)
+
+
+def _list(title: str, items: list[str]) -> str:
+    if not items:
+        return ""
+    return f"<div><small>{escape(title)}</small><ul>{''.join(f'<li>{i}</li>' for i in items)}</ul></div>"
 
 
 def _number(value: Any) -> str:

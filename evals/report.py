@@ -98,6 +98,31 @@ SUITE_METRICS: tuple[str, ...] = (
 )
 """The metric names every suite report holds (more may follow them)."""
 
+METRIC_DEFINITIONS: dict[str, str] = {
+    "extraction_precision": "stored memories that match an expected one / stored memories",
+    "extraction_recall": "expected memories matched by a stored one / expected memories",
+    "extraction_f1": "harmonic mean of extraction precision and recall",
+    "detail_retention": "required details found verbatim in any stored memory / all details",
+    "category_accuracy": "matched memories stored under the expected category",
+    "duplicate_rate": "current memories that repeat a matched or earlier one / current memories",
+    "stale_fact_rate": "corrected facts whose old version is still current / corrections due",
+    "probe_recall_at_5": "expected memories found in a probe's top 5 recalled / expected",
+    "probe_recall_with_episodes": "probe recall counting archived verbatim messages too",
+    "on_time_recall": "expected memories stored right after the session they are due by",
+    "secrets_stored": "stored memories holding a secret the dialog forbids (count)",
+    "secrets_in_episodes": "archived messages holding a forbidden secret (count)",
+    "chitchat_memories": "memories stored from chit-chat sessions (count)",
+    "incognito_leaks": "memories stored from incognito sessions (count)",
+    "token_ratio_at_150": "prompt tokens at turn 150 / the full-context baseline's",
+    "model_calls_per_turn": "chat-model calls (answering, summarising, extracting) / user turns",
+    "stored_memories": "memories in the store after the last session (count)",
+    "prompt_tokens_per_turn": "tokens engram put in the answering prompt, per turn (mean)",
+    "full_context_tokens_per_turn": "tokens of the whole conversation so far, per turn (mean)",
+    "latency_p50_ms": "median milliseconds per graph node",
+    "latency_p95_ms": "95th-percentile milliseconds per graph node",
+}
+"""One line per suite metric: what it counts (shown next to the value in every report)."""
+
 LOWER_IS_BETTER = frozenset(
     {
         "duplicate_rate",

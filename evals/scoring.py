@@ -21,6 +21,7 @@ from typing import Any
 
 from engram.evals import metrics as m
 from engram.evals.dialogs import Dialog
+from engram.evals.evidence import dialog_evidence
 from engram.evals.report import SUITE_METRICS
 from engram.evals.runner import DialogRun, SessionRun
 
@@ -163,6 +164,7 @@ def dialog_rows(runs: Sequence[DialogRun]) -> list[dict[str, Any]]:
                 "failures": _failure_counts(run.failures),
                 "token_ratio_at_150": _rounded(m.token_ratio_at([run.trace], TOKEN_TURN)),
                 **{k: _rounded(v) if isinstance(v, float) else v for k, v in values.items()},
+                "evidence": dialog_evidence(run),
             }
         )
     return rows

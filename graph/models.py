@@ -3,7 +3,9 @@
 `load_chat_model("openai:gpt-4o-mini")` (any `init_chat_model` spec) or
 `load_chat_model("package.module:attr")` / `"path/to/file.py:attr"` (a chat model instance or a
 zero-argument factory) is how Studio (`ENGRAM_MODEL`) and the CLI (`--model`) name models;
-`load_chat_model_option` is the CLI's form, whose errors name the option.
+`load_chat_model_option` is the CLI's form, whose errors name the option. `local`, `local:0.5b`,
+`local:1.5b` and `<file>.gguf` start a local llama.cpp server in-process
+(`engram.graph.local_model`).
 
 `context_window_for(model)` decides the token budget of a turn when `Context.context_window` is
 None: the model's own LangChain profile (`max_input_tokens`) if it has one, else an Ollama
@@ -28,6 +30,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from engram.graph.local_model import local_chat_model, parse_local_spec
 from engram.nodes.failures import RECOVERABLE_ERRORS
 
 DEFAULT_CONTEXT_WINDOW = 8192
@@ -132,6 +135,8 @@ def load_chat_model(spec: str | None) -> BaseChatModel | None:
     """
     if not spec:
         return None
+    if parse_local_spec(spec) is not None:
+        return local_chat_model(spec)
     source, _, attribute = spec.rpartition(":")
     if source.endswith(".py") or "." in source:
         found = getattr(_load_module(source), attribute)
@@ -171,7 +176,8 @@ def load_chat_model_option(spec: str | None, option: str) -> BaseChatModel | Non
     except LOAD_ERRORS as exc:
         raise ModelSpecError(
             f"{option} {spec!r}: cannot load this chat model ({type(exc).__name__}: {exc}). "
-            "Use a provider:model spec such as openai:gpt-4o-mini (with its API key set), or "
+            "Use a provider:model spec such as openai:gpt-4o-mini (with its API key set), "
+            "local / local:0.5b / local:1.5b / a .gguf path for a local llama.cpp model, or "
             "package.module:attr / path/to/file.py:attr naming a chat model or a factory."
         ) from exc
 

@@ -1,8 +1,9 @@
 """Memory compression with the memory model (seed 004): old memories of one category become 1-3.
 
 `engram.stores.maintenance.maintain` decides which memories are old and rarely used enough and applies
-the result; this module only asks the model, with structured output (`CompressMemories`: the
-schema's docstring is the tool description the model sees). Memories are shown numbered, and
+the result; this module only asks the model, with bounded structured output (`CompressMemories`:
+the schema's docstring is the tool description the model sees; `engram.nodes.model_calls` limits
+the output, times the call out and retries once on an answer that does not parse). Memories are shown numbered, and
 the model names the numbers each new memory replaces, which are mapped back to memory ids here.
 
 Example:
@@ -22,25 +23,33 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from engram.nodes.failures import RECOVERABLE_ERRORS
+from engram.nodes.model_calls import ainvoke_structured, call_timeout, structured
 from engram.nodes.prompts import COMPRESSION_SYSTEM_PROMPT, COMPRESSION_USER_PROMPT
 from engram.stores.maintenance.types import CompressedDraft, CompressionError
 from engram.stores.memory.types import Memory
+
+COMPRESS_MAX_TOKENS = 512
+"""Output limit of one compression call (at most 3 core memories)."""
 
 
 class CoreMemory(BaseModel):
     """One core memory that replaces several old ones."""
 
-    content: str = Field(description="One self-contained statement about the user.")
+    content: str = Field(
+        description="One self-contained statement about the user.", min_length=1, max_length=400
+    )
     importance: float = Field(ge=0.0, le=1.0, description="How much it matters, 0 to 1.")
-    replaces: list[int] = Field(description="The numbers of the old memories it replaces.")
+    replaces: list[int] = Field(
+        description="The numbers of the old memories it replaces.", max_length=50
+    )
 
 
 class CompressMemories(BaseModel):
@@ -61,6 +70,8 @@ class LLMCompressor:
         system_prompt: Overrides `COMPRESSION_SYSTEM_PROMPT`.
         user_prompt: Overrides `COMPRESSION_USER_PROMPT` (`{category}`, `{count}`,
             `{memories}`).
+        max_tokens: Output limit per call.
+        timeout: Seconds per call (default: `call_timeout(model)`).
     """
 
     mode = "llm"
@@ -71,28 +82,30 @@ class LLMCompressor:
         *,
         system_prompt: str = COMPRESSION_SYSTEM_PROMPT,
         user_prompt: str = COMPRESSION_USER_PROMPT,
+        max_tokens: int = COMPRESS_MAX_TOKENS,
+        timeout: float | None = None,
     ) -> None:
-        self.runnable = model.with_structured_output(CompressMemories).with_config(
-            run_name="engram_compress"
+        self.runnable = structured(
+            model, CompressMemories, max_tokens=max_tokens, run_name="engram_compress"
         )
+        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
 
     async def acompress(self, category: str, memories: Sequence[Memory]) -> list[CompressedDraft]:
         """Ask the model; raises `CompressionError` when it fails or answers unusably."""
         try:
-            result = await self.runnable.ainvoke(self._messages(category, memories))
+            result = await ainvoke_structured(
+                self.runnable, CompressMemories, self._messages(category, memories),
+                timeout=self.timeout,
+            )
         except RECOVERABLE_ERRORS as exc:
             raise CompressionError(_describe(exc)) from exc
         return _drafts(result, memories)
 
     def compress(self, category: str, memories: Sequence[Memory]) -> list[CompressedDraft]:
-        """Sync `acompress`."""
-        try:
-            result = self.runnable.invoke(self._messages(category, memories))
-        except RECOVERABLE_ERRORS as exc:
-            raise CompressionError(_describe(exc)) from exc
-        return _drafts(result, memories)
+        """Sync `acompress` (for callers without an event loop)."""
+        return asyncio.run(self.acompress(category, memories))
 
     def _messages(self, category: str, memories: Sequence[Memory]) -> list[BaseMessage]:
         lines = "\n".join(
@@ -109,17 +122,7 @@ def make_compressor(memory_model: BaseChatModel | None) -> LLMCompressor | None:
     return LLMCompressor(memory_model) if memory_model is not None else None
 
 
-def _drafts(result: Any, memories: Sequence[Memory]) -> list[CompressedDraft]:
-    if isinstance(result, dict):
-        try:
-            result = CompressMemories.model_validate(result)
-        except ValueError as exc:
-            raise CompressionError(_describe(exc)) from exc
-    if not isinstance(result, CompressMemories):
-        raise CompressionError(
-            f"the memory model returned {type(result).__name__} instead of CompressMemories; "
-            "use a model that supports tool calling or JSON mode"
-        )
+def _drafts(result: CompressMemories, memories: Sequence[Memory]) -> list[CompressedDraft]:
     return [
         CompressedDraft(
             content=core.content,

@@ -15,8 +15,10 @@ It extracts from the messages not extracted from yet (evicted ones first), in wi
 dropped), and each change is announced on LangGraph's custom stream as `memory.created`,
 `memory.updated` or `memory.superseded`.
 
-Failures never lose a memory: when extraction or the store fails, the failure is recorded in
-`state["failures"]` and the window's messages stay pending for the next trigger. Re-running over
+Failures never lose a memory: when the memory model fails on a window (an unusable answer after
+its corrective retry, a timeout, an unreachable server), the failure is recorded in
+`state["failures"]` and that window is extracted with the offline rules instead; when the store
+fails, the window's messages stay pending for the next trigger. Re-running over
 the same messages writes nothing new (`consolidated_message_ids`, and the write policy is
 idempotent). Incognito runs extract and write nothing, and their messages are never extracted
 later. A graph compiled without a store extracts nothing (and keeps no evicted messages).
@@ -43,6 +45,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from engram.nodes.extract.llm import Extractor, make_extractor
+from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import from_pending, split_exchanges, to_pending
@@ -104,6 +107,7 @@ def make_consolidate(
         window_tokens: Tokens per extraction call, about (a single exchange is never cut).
     """
     extract = extractor if extractor is not None else make_extractor(memory_model)
+    fallback = RuleExtractor() if extract.mode == "llm" else None
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         update = await _extract_and_write(state, runtime)
@@ -135,13 +139,17 @@ def make_consolidate(
         failures: list[dict[str, str]] = []
         written: list[str] = []
         results: list[WriteResult] = []
+        fallbacks = 0
         for window in windows(todo, counter, max_messages=window_messages, max_tokens=window_tokens):
             context = _context_for(window, state["messages"], seen)
             try:
                 candidates = await extract.aextract(window, context=context)
             except RECOVERABLE_ERRORS as exc:
                 failures.append(record_failure("extract", exc))
-                continue
+                if fallback is None:
+                    continue
+                candidates = await fallback.aextract(window, context=context)
+                fallbacks += 1
             ids = [m.id for m in window if m.id]
             try:
                 window_results = await ltm.aupsert(
@@ -173,6 +181,7 @@ def make_consolidate(
             "consolidation": {
                 "trigger": trigger,
                 "mode": extract.mode,
+                "fallback_windows": fallbacks,
                 "messages": len(written),
                 "actions": _counts(results),
                 "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],

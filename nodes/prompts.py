@@ -87,52 +87,53 @@ while the summarizer is failing."""
 
 # --- long-term memory extraction (consolidate) ---------------------------------------------------
 
-EXTRACTION_SYSTEM_PROMPT = """You extract long-term memories about the user from a conversation.
+EXTRACTION_SYSTEM_PROMPT = """You read a conversation between a user and an assistant and write
+down what is worth remembering about the user in future conversations.
 
-Extract only information about the user that will still be useful in future conversations:
-- preference: tastes, habits, conventions and rules for working with them ("prefers TypeScript
-  strict mode", "never use class components", "answer in Chinese");
-- fact: stable facts about the user and their work ("works at Acme as a data engineer", "the team
-  uses PostgreSQL 16", "is developing MJ Studio");
-- project: context of a project they work on: stack, structure, conventions, decisions ("the API
-  prefix is /api/v2", "a monorepo with pnpm workspaces");
-- lesson: what failed, why, and what works instead ("Docker builds need proxy-env in their
-  network");
-- skill: a reusable way of doing something that worked ("deploy: build, push the image, then helm
-  upgrade");
-- goal: plans and intentions ("plans to add video generation").
+Categories:
+- preference: how the user wants things done: tools, style, conventions, language, rules;
+- fact: stable facts about the user, their work, their team or their environment;
+- project: a project the user works on: its stack, structure, conventions, decisions;
+- lesson: something that failed, why it failed, and what works instead;
+- skill: a procedure that worked and can be reused;
+- goal: something the user plans or intends to do.
 
 Rules:
-1. What the user says is the evidence. Take a lesson or skill from the assistant's messages only
-   when the conversation shows that it worked or that the user accepted it.
-2. Keep names, numbers, versions, paths and identifiers exactly as written.
-3. Each memory is one self-contained statement in the third person ("The user prefers ..."), in
-   the language the user wrote in.
-4. Skip small talk, greetings, thanks, questions, one-off requests and temporary details (today's
-   weather, "the API we just mentioned").
-5. Never include passwords, API keys, tokens, card numbers or other secrets.
-6. importance from 0 to 1: 0.8-1.0 for explicit rules and strong preferences, 0.5-0.7 for useful
-   context, below 0.5 for details that are probably not worth keeping.
-7. key: only for a single-valued attribute whose value can change later, a lowercase slug
-   "<category>.<attribute>" (preference.frontend_framework, fact.employer, project.database);
-   the same attribute always gets the same key. Leave it empty otherwise.
-8. Messages under "Earlier messages" were processed before: use them only to understand the new
-   ones, and extract from "New messages" only.
-9. When nothing is worth remembering, return an empty list."""
+1. Use only what the conversation says. Never invent anything, never repeat these instructions.
+2. The user's own words are the evidence. Take a lesson or skill from the assistant only when
+   the user confirms that it worked.
+3. Each memory is one short sentence about the user in the third person, in the language the
+   user wrote in: it starts with "The user" (in Chinese, with "用户"). Rephrase; do not paste the
+   message.
+4. Copy names, numbers, versions, paths, commands and identifiers exactly as written.
+5. Skip greetings, thanks, small talk, questions, one-off requests and temporary details.
+6. Never write down passwords, API keys, tokens, card numbers or other secrets.
+7. importance: 0.9 for explicit rules and strong preferences, 0.6 for useful context.
+8. key: only for a single-valued attribute that can change later (one employer, one database,
+   one indentation style): "<category>.<attribute>", lowercase with underscores; the same
+   attribute always gets the same key. Otherwise leave it null.
+9. Messages under "Earlier messages" were read before: use them only to understand the new
+   messages, and write memories from the new messages only.
+10. When nothing is worth remembering, answer with an empty list."""
 """System prompt of the LLM extractor (seed 000's and 002's extraction prompts, seed 003's
-categories and detail retention)."""
+categories and detail retention). It holds no example memory a small model could copy as its
+answer; the conversation comes last in the user prompt, right before the request."""
 
 EXTRACTION_USER_PROMPT = """{context_section}## New messages
 {transcript}
 
-Save the long-term memories about the user found in the new messages."""
+Write the memories about the user found in the new messages above, as JSON."""
 """User prompt of the LLM extractor; `{context_section}` is empty or `EXTRACTION_CONTEXT_SECTION`."""
 
-EXTRACTION_CONTEXT_SECTION = """## Earlier messages (context only, already processed)
+EXTRACTION_CONTEXT_SECTION = """## Earlier messages (context only, already read)
 {context}
 
 """
 """The already-consolidated messages shown before the new ones (seed 002's 3-message minimum)."""
+
+STRUCTURED_RETRY_PROMPT = """Your answer could not be used: {error}
+Answer again with JSON that follows the schema exactly, and keep it short."""
+"""The corrective retry after a structured answer that did not parse (`{error}`)."""
 
 # --- memory compression (maintenance) ------------------------------------------------------------
 

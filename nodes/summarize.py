@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
 
+from engram.nodes.model_calls import call_timeout, limited
 from engram.nodes.prompts import SUMMARY_NEW_PROMPT, SUMMARY_SYSTEM_PROMPT, SUMMARY_UPDATE_PROMPT
 from engram.nodes.tokens import TokenCounter, message_content
 from engram.nodes.transcript import render_transcript, role_of
@@ -42,6 +44,9 @@ SummaryMode = Literal["llm", "offline"]
 
 MAX_SENTENCE_TOKENS = 80
 """The offline summarizer cuts longer sentences to this many tokens."""
+SUMMARY_SLACK_TOKENS = 64
+"""Output allowed beyond the summary's budget (the model's tokenizer counts differently); the
+summary is truncated to the budget afterwards."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
 _LINE = re.compile(r"^- (user|assistant|tool|system): (.*)$")
@@ -83,6 +88,7 @@ class LLMSummarizer:
         system_prompt: Overrides `SUMMARY_SYSTEM_PROMPT` (a `{max_tokens}` field is filled in).
         new_prompt: Overrides `SUMMARY_NEW_PROMPT` (`{transcript}`).
         update_prompt: Overrides `SUMMARY_UPDATE_PROMPT` (`{previous_summary}`, `{transcript}`).
+        timeout: Seconds per call, default `call_timeout(model)` (the output is limited to the summary's `max_tokens`).
     """
 
     mode: SummaryMode = "llm"
@@ -94,9 +100,10 @@ class LLMSummarizer:
         system_prompt: str = SUMMARY_SYSTEM_PROMPT,
         new_prompt: str = SUMMARY_NEW_PROMPT,
         update_prompt: str = SUMMARY_UPDATE_PROMPT,
+        timeout: float | None = None,
     ) -> None:
-        # Tagged so that stream_mode="messages" does not stream the summary to the user.
-        self.model = model.with_config(tags=[TAG_NOSTREAM], run_name="engram_summarize")
+        self.model = model
+        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.new_prompt = new_prompt
         self.update_prompt = update_prompt
@@ -109,14 +116,21 @@ class LLMSummarizer:
         max_tokens: int,
         counter: TokenCounter,
     ) -> str:
-        """Ask the model for the updated summary; raises ValueError if it returns nothing."""
+        """Ask the model for the updated summary; raises ValueError if it returns nothing and
+        TimeoutError if it takes longer than `timeout`."""
         transcript = render_transcript(messages)
         if previous:
             user = self.update_prompt.format(previous_summary=previous, transcript=transcript)
         else:
             user = self.new_prompt.format(transcript=transcript)
         system = self.system_prompt.format(max_tokens=max_tokens)
-        reply = await self.model.ainvoke([SystemMessage(system), HumanMessage(user)])
+        # Tagged so that stream_mode="messages" does not stream the summary to the user.
+        runnable = limited(self.model, max_tokens + SUMMARY_SLACK_TOKENS).with_config(
+            tags=[TAG_NOSTREAM], run_name="engram_summarize"
+        )
+        reply = await asyncio.wait_for(
+            runnable.ainvoke([SystemMessage(system), HumanMessage(user)]), self.timeout
+        )
         text = reply.text.strip()
         if not text:
             raise ValueError("the summarizer model returned an empty summary")

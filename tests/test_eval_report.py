@@ -9,6 +9,7 @@ import pytest
 from fakes import NGramEmbeddings
 
 from engram.evals.report import (
+    COUNT_METRICS,
     LOCOMO_TARGETS,
     SUITE_METRICS,
     SUITE_TARGETS,
@@ -103,8 +104,11 @@ def test_write_report_json_and_self_contained_html(tmp_path):
     assert "<style>" in page
     assert not re.search(r"<script|<link|<img|src=|@import|url\(", page)
     assert "http://" not in page and "https://" not in page
-    # a bar per scalar metric, pass/fail per target, the mode, embedder and versions
-    scalar = [name for name, value in report["metrics"].items() if not isinstance(value, dict)]
+    # a bar per scalar share (a count gets none), pass/fail per target, mode, embedder, versions
+    scalar = [
+        name for name, value in report["metrics"].items()
+        if not isinstance(value, dict) and name not in COUNT_METRICS
+    ]
     metric_rows = page.split("<h2>Metrics</h2>")[1].split("<h2>")[0]
     assert metric_rows.count('class="bar"') == len(scalar)
     assert metric_rows.count(">pass</span>") == 4

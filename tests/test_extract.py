@@ -408,20 +408,39 @@ async def test_llm_extractor_without_context_has_no_context_section():
     assert "Earlier messages" not in model.structured_calls[0][1][-1].text
 
 
-async def test_llm_extractor_rejects_malformed_output():
+async def test_llm_extractor_retries_once_then_rejects_malformed_output():
     model = StructuredFakeChatModel(structured_responses=[
         None,
         {"memories": [{"category": "mood", "content": "happy", "importance": 0.9}]},
         {"memories": [{"category": "fact", "content": "x", "importance": 8}]},
+        {"memories": [{"category": "fact", "content": "The user lives in Oslo", "importance": 0.8}]},
     ])
     extractor = LLMExtractor(model)
     messages = [HumanMessage("I prefer React", id="m1")]
-    with pytest.raises(ExtractionError, match="instead of SaveMemories"):
+    with pytest.raises(ExtractionError, match="literal_error"):
         await extractor.aextract(messages)
-    with pytest.raises(ValidationError):
-        await extractor.aextract(messages)
-    with pytest.raises(ValidationError):
-        await extractor.aextract(messages)
+    assert len(model.structured_calls) == 2
+    retry = model.structured_calls[1][1]
+    assert "could not be used" in retry[-1].text and "expected SaveMemories" in retry[-1].text
+
+    # The retry after the bad importance succeeds: the model saw its error and corrected it.
+    [memory] = await extractor.aextract(messages)
+    assert memory.content == "The user lives in Oslo"
+    assert "less than or equal to 1" in model.structured_calls[3][1][-1].text
+
+
+async def test_llm_extractor_keeps_only_keys_of_the_memorys_own_category():
+    answer = {"memories": [
+        {"content": "The user indents with tabs", "category": "preference", "importance": 0.9,
+         "key": "Preference.Indentation"},
+        {"content": "The user works at Acme", "category": "fact", "importance": 0.8,
+         "key": "fact"},
+        {"content": "The user uses Vim", "category": "preference", "importance": 0.8,
+         "key": "project.editor"},
+    ]}
+    model = StructuredFakeChatModel(structured_responses=[answer])
+    found = await LLMExtractor(model).aextract([HumanMessage("tabs; Acme; Vim", id="m1")])
+    assert [c.key for c in found] == ["preference.indentation", None, None]
 
 
 def test_make_extractor_picks_by_model():

@@ -26,7 +26,7 @@ def _turns(graph, ctx: Context, texts: list[str], thread: str) -> dict:
     return out
 
 
-def test_a_failing_extractor_on_a_turn_still_answers_and_says_so() -> None:
+def test_a_failing_extractor_on_a_turn_still_answers_says_so_and_falls_back_to_rules() -> None:
     memory_model = StructuredFakeChatModel(
         messages=itertools.cycle(["SUMMARY"]),
         structured_responses=[ConnectionError("model server down")] * 5,
@@ -43,8 +43,10 @@ def test_a_failing_extractor_on_a_turn_still_answers_and_says_so() -> None:
     assert out["messages"][-1].content == "reply 2"
     assert {"stage": "extract", "error": "ConnectionError: model server down"} in out["failures"]
     assert len(memory_model.structured_calls) >= 1  # the extractor really was asked
-    assert LongTermMemory(store).list("ext") == []
-    assert not set(out.get("consolidated_message_ids", ())) & {m.id for m in out["messages"][:2]}
+    # The offline rules extracted the window instead of the unreachable model.
+    contents = [m.content for m in LongTermMemory(store).list("ext")]
+    assert any("Oslo" in c for c in contents) and any("Vim" in c for c in contents)
+    assert {m.id for m in out["messages"][:2]} <= set(out["consolidated_message_ids"])
 
 
 def test_an_embedder_failing_at_session_end_records_it_and_keeps_the_messages() -> None:

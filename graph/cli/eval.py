@@ -44,7 +44,10 @@ def suites(
     ] = None,
     memory_model: Annotated[
         str | None,
-        typer.Option(help="The model that summarizes and extracts (default: offline built-ins)."),
+        typer.Option(
+            help="The model that summarizes and extracts: provider:model, local, local:0.5b, "
+            "local:1.5b or a .gguf path (default: offline built-ins)."
+        ),
     ] = None,
     out: Annotated[Path, typer.Option(help=_OUT_HELP)] = DEFAULT_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,

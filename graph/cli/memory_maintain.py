@@ -50,7 +50,10 @@ def maintain(
         typer.Option(
             envvar="ENGRAM_MEMORY_MODEL",
             show_default=False,
-            help="The memory model for compression (provider:model or module:attr).",
+            help=(
+                "The memory model for compression: provider:model, local, local:0.5b, "
+                "local:1.5b, a .gguf path, or module:attr."
+            ),
         ),
     ] = None,
     as_json: Json = False,

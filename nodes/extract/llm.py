@@ -4,11 +4,12 @@
 offline `RuleExtractor` (`engram.nodes.extract.rules`) otherwise. Both turn a window of messages
 into `MemoryCandidate`s; the write policy in `LongTermMemory` decides what to store.
 
-The LLM extractor calls `memory_model.with_structured_output(SaveMemories)`: the schema's
-docstring is the tool description the model sees. Secrets are redacted from the transcript before
-it leaves the process. Output that is not a `SaveMemories` raises `ExtractionError`; the model's
-own validation and parsing errors (pydantic `ValidationError`, `OutputParserException`) propagate
-as the `ValueError`s they are, so the caller records them as failures and stores nothing.
+The LLM extractor asks for `SaveMemories` through `engram.nodes.model_calls`: the output is
+bounded (`EXTRACT_MAX_TOKENS`, and the schema's `maxItems`/`maxLength`, which llama.cpp enforces
+as a grammar), each call has a timeout, and an answer that does not parse gets one corrective
+retry. After that it raises `ModelOutputError` (a `ValueError`) or `TimeoutError`; `consolidate`
+records the failure and extracts that window with the offline rules instead. Secrets are redacted
+from the transcript before it leaves the process.
 
 Example:
     >>> import asyncio
@@ -20,15 +21,21 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
 from engram.nodes.extract.rules import RuleExtractor
+from engram.nodes.model_calls import (
+    ModelOutputError,
+    ainvoke_structured,
+    call_timeout,
+    structured,
+)
 from engram.nodes.prompts import (
     EXTRACTION_CONTEXT_SECTION,
     EXTRACTION_SYSTEM_PROMPT,
@@ -42,15 +49,36 @@ ExtractionMode = Literal["llm", "offline"]
 
 LLM_CONFIDENCE = 0.9
 """Confidence given to model-extracted memories."""
+EXTRACT_MAX_TOKENS = 768
+"""Output limit of one extraction call (the schema allows at most `MAX_MEMORIES` memories)."""
+MAX_MEMORIES = 10
+"""Memories one extraction call may return."""
+MAX_CONTENT_CHARS = 300
+"""Characters of one extracted memory at most."""
 
 
-class ExtractionError(ValueError):
-    """The memory model answered with something that is not a list of memories."""
+_KEY = re.compile(r"[a-z]+\.[a-z0-9_]+(\.[a-z0-9_]+)*")
+
+ExtractionError = ModelOutputError
+"""The memory model answered with something that is not a list of memories (also after the
+corrective retry)."""
 
 
 class ExtractedMemory(BaseModel):
-    """One thing worth remembering about the user."""
+    """One thing worth remembering about the user.
 
+    `content` comes first: a model writing the fields in order decides the category after the
+    statement, instead of walking down the list of categories.
+    """
+
+    content: str = Field(
+        description=(
+            "One self-contained statement about the user, in the language they used, keeping "
+            "names, numbers, versions, paths and identifiers exactly as written."
+        ),
+        min_length=1,
+        max_length=MAX_CONTENT_CHARS,
+    )
     category: Category = Field(
         description=(
             "preference: tastes, habits, conventions, rules for working with the user; "
@@ -58,12 +86,6 @@ class ExtractedMemory(BaseModel):
             "they work on (stack, structure, conventions, decisions); lesson: what failed, why, "
             "and what works instead; skill: a reusable way of doing something that worked; "
             "goal: plans and intentions."
-        )
-    )
-    content: str = Field(
-        description=(
-            "One self-contained statement about the user, in the language they used, keeping "
-            "names, numbers, versions, paths and identifiers exactly as written."
         )
     )
     importance: float = Field(
@@ -78,9 +100,9 @@ class ExtractedMemory(BaseModel):
         default=None,
         description=(
             "Only for a single-valued attribute that can change later: a lowercase slug "
-            "'<category>.<attribute>', e.g. preference.frontend_framework, fact.employer, "
-            "project.database. The same attribute always gets the same key."
+            "'<category>.<attribute>'. The same attribute always gets the same key."
         ),
+        max_length=64,
     )
 
 
@@ -91,7 +113,7 @@ class SaveMemories(BaseModel):
     none). Never include passwords, API keys, tokens, card numbers or other secrets.
     """
 
-    memories: list[ExtractedMemory] = Field(default_factory=list)
+    memories: list[ExtractedMemory] = Field(default_factory=list, max_length=MAX_MEMORIES)
 
 
 class Extractor(Protocol):
@@ -122,6 +144,8 @@ class LLMExtractor:
         system_prompt: Overrides `EXTRACTION_SYSTEM_PROMPT`.
         user_prompt: Overrides `EXTRACTION_USER_PROMPT` (`{context_section}`, `{transcript}`).
         context_section: Overrides `EXTRACTION_CONTEXT_SECTION` (`{context}`).
+        max_tokens: Output limit per call.
+        timeout: Seconds per call (default: `call_timeout(model)`).
     """
 
     mode: ExtractionMode = "llm"
@@ -133,11 +157,13 @@ class LLMExtractor:
         system_prompt: str = EXTRACTION_SYSTEM_PROMPT,
         user_prompt: str = EXTRACTION_USER_PROMPT,
         context_section: str = EXTRACTION_CONTEXT_SECTION,
+        max_tokens: int = EXTRACT_MAX_TOKENS,
+        timeout: float | None = None,
     ) -> None:
-        # Tagged so that stream_mode="messages" does not stream the extraction to the user.
-        self.runnable = model.with_structured_output(SaveMemories).with_config(
-            tags=[TAG_NOSTREAM], run_name="engram_extract"
+        self.runnable = structured(
+            model, SaveMemories, max_tokens=max_tokens, run_name="engram_extract"
         )
+        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
         self.context_section = context_section
@@ -145,7 +171,7 @@ class LLMExtractor:
     async def aextract(
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
     ) -> list[MemoryCandidate]:
-        """Ask the model; raises `ExtractionError` (or the parser's `ValueError`) on bad output."""
+        """Ask the model; raises `ModelOutputError` on unusable output, `TimeoutError` if slow."""
         if not messages:
             return []
         section = (
@@ -154,22 +180,32 @@ class LLMExtractor:
         user = self.user_prompt.format(
             context_section=section, transcript=_redacted_transcript(messages)
         )
-        result = await self.runnable.ainvoke([SystemMessage(self.system_prompt), HumanMessage(user)])
-        if isinstance(result, dict):
-            result = SaveMemories.model_validate(result)
-        if not isinstance(result, SaveMemories):
-            raise ExtractionError(
-                f"the memory model returned {type(result).__name__} instead of SaveMemories; "
-                "use a model that supports tool calling or JSON mode"
-            )
+        result = await ainvoke_structured(
+            self.runnable,
+            SaveMemories,
+            [SystemMessage(self.system_prompt), HumanMessage(user)],
+            timeout=self.timeout,
+        )
         return [
             MemoryCandidate(
-                content=m.content, category=m.category, importance=m.importance, key=m.key,
-                confidence=LLM_CONFIDENCE,
+                content=m.content, category=m.category, importance=m.importance,
+                key=_checked_key(m.key, m.category), confidence=LLM_CONFIDENCE,
             )
             for m in result.memories
             if m.content.strip()
         ]
+
+
+def _checked_key(key: str | None, category: str) -> str | None:
+    """`key` when it is a `<category>.<attribute>` slug of the memory's own category, else None.
+
+    A key makes the write policy supersede the current memory with the same key; a malformed
+    one (a bare category name, as small models answer) would supersede unrelated memories.
+    """
+    if key is None:
+        return None
+    slug = key.strip().lower()
+    return slug if _KEY.fullmatch(slug) and slug.startswith(f"{category}.") else None
 
 
 def _redacted_transcript(messages: Sequence[BaseMessage]) -> str:
