@@ -45,6 +45,7 @@ from engram.nodes.tokens import (
     TokenCounter,
     counter_for_model,
     message_content,
+    preload_counters,
 )
 from engram.nodes.transcript import stamp_messages
 from engram.stores.memory.long_term import LongTermMemory
@@ -125,6 +126,7 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
         model_name: The answering model's name (picks the tiktoken encoding).
         default_window: Its context window, used when `Context.context_window` is None.
     """
+    preload_counters(model_name)
 
     async def start(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context

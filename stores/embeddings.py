@@ -37,8 +37,12 @@ _TOKENIZER_FILE = "tokenizer.json"
 _MAX_POSITIONS = 512  # BERT position embeddings of all-MiniLM-L6-v2
 
 
-class EmbeddingModelNotFoundError(FileNotFoundError):
-    """The all-MiniLM-L6-v2 ONNX files were found nowhere and could not be downloaded."""
+class EmbeddingModelNotFoundError(FileNotFoundError, RuntimeError):
+    """The all-MiniLM-L6-v2 ONNX files were found nowhere and could not be downloaded.
+
+    Also a `RuntimeError`, so that servers which show only some error types' messages (the
+    LangGraph API server) pass on what it says to do.
+    """
 
 
 class CacheInfo(NamedTuple):
