@@ -23,9 +23,6 @@ them, and when they conflict with what the user says now, trust the user.
 </user_memory>"""
 """Wraps the recalled memories; `{sections}` is one `## heading` + bullet list per category."""
 
-MEMORY_BLOCK_CLOSING_TAG = "</user_memory>"
-"""Removed from memory contents so a stored text cannot close the block early."""
-
 MEMORY_CATEGORY_HEADINGS: dict[str, str] = {
     "preference": "## User Preferences",
     "fact": "## Known Facts",

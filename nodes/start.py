@@ -13,6 +13,9 @@ memories 15%, history 50%, reserved for the reply 20%). The build, in order:
 5. history, newest first, until the history share is spent; an AI message with tool calls and
    its tool results go in together or not at all.
 
+Recalled text (memories, episodes, the summary) goes through `escape_recalled`, so nothing in it
+can open or close a block of the system prompt.
+
 Whatever the shares say, the whole model input stays within window - reserve. The record of the
 build (`BuiltContext`) goes into the state; `respond` rebuilds the model input from it.
 """
@@ -30,10 +33,10 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
+from engram.nodes.escape import escape_recalled
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import (
     EPISODE_HEADING,
-    MEMORY_BLOCK_CLOSING_TAG,
     MEMORY_BLOCK_TEMPLATE,
     MEMORY_CATEGORY_HEADINGS,
     OTHER_MEMORY_HEADING,
@@ -222,7 +225,9 @@ def build_context(
         memories, episodes, min(room, memory_share), counter
     )
     room -= memory_tokens
-    summary_text, summary_tokens = _fit_summary(summary, min(room, budget.history), counter)
+    summary_text, summary_tokens = _fit_summary(
+        escape_recalled(summary), min(room, budget.history), counter
+    )
 
     system = compose_system_message(system_prompt, memory_block, summary_text)
     system_total = counter.count_message(system)
@@ -266,7 +271,7 @@ def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:
     included = set(built["included_message_ids"])
     last = max((i for i, m in enumerate(messages) if m.id in included), default=len(messages) - 1)
     chosen = [m for m in messages[: last + 1] if m.id in included] + list(messages[last + 1 :])
-    summary = state.get("summary", "")[: built["summary_chars"]]
+    summary = escape_recalled(state.get("summary", ""))[: built["summary_chars"]]
     return [compose_system_message(system_prompt, built["memory_block"], summary), *chosen]
 
 
@@ -323,7 +328,7 @@ def episode_text(value: dict[str, Any]) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.replace(MEMORY_BLOCK_CLOSING_TAG, "").split())
+    return " ".join(escape_recalled(text).split())
 
 
 def current_input_start(messages: Sequence[BaseMessage]) -> int:
