@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from engram.nodes.prompts import DEFAULT_SYSTEM_PROMPT
+from engram.stores.text import valid_unicode
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +94,8 @@ class Context:
 
 def _user_id(value: Any) -> str | None:
     if isinstance(value, str) and value.strip():
+        if valid_unicode(value) != value:
+            return "valid Unicode (this one holds a lone surrogate, which no store can keep)"
         return None
     return "a string with more than whitespace in it (any text naming the user works, e.g. an e-mail address)"
 

@@ -39,6 +39,12 @@ OTHER_MEMORY_HEADING = "## Other Notes"
 EPISODE_HEADING = "## Earlier Conversations (verbatim excerpts)"
 """Heading of the recalled archived exchanges, after the memory sections."""
 
+ELIDED_MESSAGE_NOTE = (
+    "[left out: a message of {chars} characters, too long for the model's context window]"
+)
+"""Sent instead of a message of the current input that can never fit in the window (`start`
+keeps the message in the thread and elides it, so the turns after it still answer)."""
+
 SUMMARY_BLOCK_TEMPLATE = """<conversation_summary>
 Summary of the earlier part of this conversation (older messages were compacted into it):
 {summary}
