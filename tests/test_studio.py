@@ -172,3 +172,30 @@ async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_s
     ]
     assert memories[0]["source_thread_id"] == thread["thread_id"]
     assert (await client.store.search_items(("memories", "someone-else")))["items"] == []
+
+
+async def test_a_failed_run_reaches_the_client_with_its_message(server: str) -> None:
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    with pytest.raises(Exception, match=r"ValueError: Context\.recall_k must be an integer >= 0"):
+        await client.runs.wait(
+            thread["thread_id"],
+            "engram",
+            input={"messages": [{"role": "user", "content": "hello"}]},
+            context={"user_id": "studio-user", "recall_k": -1},
+        )
+    with pytest.raises(Exception, match=r"ContextOverflowError: the current input is \d+ tokens"):
+        await client.runs.wait(
+            thread["thread_id"],
+            "engram",
+            input={"messages": [{"role": "user", "content": "word " * 20_000}]},
+            context={"user_id": "studio-user"},
+        )
+    state = await client.runs.wait(
+        thread["thread_id"],
+        "engram",
+        input={"messages": [{"role": "user", "content": "Sorry, that was too long."}]},
+        context={"user_id": "studio-user"},
+    )
+    assert state["messages"][-1]["content"] == "Noted, thanks for telling me."
+    assert len(state["built_context"]["elided_message_ids"]) == 1
