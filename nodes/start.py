@@ -321,8 +321,10 @@ def render_memory_block(
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
         grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
     for episode in episodes:
-        text = _one_line(episode_text(episode.value))
-        cut = text if len(text) <= EPISODE_CHARS else text[: EPISODE_CHARS - 1] + "…"
+        raw = episode_text(episode.value)
+        text = _one_line(raw[: EPISODE_CHARS * 4])  # escape only a generous start of a long one
+        long = len(text) > EPISODE_CHARS or len(raw) > EPISODE_CHARS * 4
+        cut = text[: EPISODE_CHARS - 1] + "…" if long else text
         grouped.setdefault(EPISODE_HEADING, []).append(f"- {cut}")
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
     sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
