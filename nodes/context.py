@@ -1,10 +1,18 @@
-"""Per-run settings of the memory graph, passed as `context=` at invoke time."""
+"""Per-run settings of the memory graph, passed as `context=` at invoke time.
+
+Every field is checked when a `Context` is built, so a bad setting fails the `invoke` that
+brings it, with a `ValueError` naming the field, never a later turn.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
 
 from engram.nodes.prompts import DEFAULT_SYSTEM_PROMPT
+from engram.stores.text import valid_unicode
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -15,6 +23,14 @@ class Context:
         >>> ctx = Context(user_id="alice", message_threshold=6)
         >>> (ctx.user_id, ctx.token_threshold, ctx.recall_k)
         ('alice', 3000, 5)
+        >>> Context(recall_k=-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: Context.recall_k must be an integer >= 0 (0 turns it off), got -1
+
+    Raises:
+        ValueError: A field has the wrong type or an impossible value; the message names it
+            and says what it accepts.
     """
 
     user_id: str = "default"
@@ -66,3 +82,70 @@ class Context:
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     """The answering model's instructions; memories and the summary are appended to it."""
+
+    def __post_init__(self) -> None:
+        for field in fields(self):
+            problem = _CHECKS[field.name](getattr(self, field.name))
+            if problem:
+                raise ValueError(
+                    f"Context.{field.name} must be {problem}, got {getattr(self, field.name)!r}"
+                )
+
+
+def _user_id(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        if valid_unicode(value) != value:
+            return "valid Unicode (this one holds a lone surrogate, which no store can keep)"
+        return None
+    return "a string with more than whitespace in it (any text naming the user works, e.g. an e-mail address)"
+
+
+def _integer(minimum: int, meaning: str = "", *, optional: str = "") -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if optional and value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+            return None
+        return f"an integer >= {minimum}{f' ({meaning})' if meaning else ''}" + (
+            f", or None ({optional})" if optional else ""
+        )
+
+    return check
+
+
+def _similarity(value: Any) -> str | None:
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and -1.0 <= value <= 1.0
+    ):
+        return None
+    return "a number from -1 to 1 (a cosine similarity; 0.4 suits all-MiniLM-L6-v2)"
+
+
+def _flag(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "True or False"
+
+
+def _text(value: Any) -> str | None:
+    return None if isinstance(value, str) else "a string"
+
+
+_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "user_id": _user_id,
+    "context_window": _integer(1, "tokens", optional="look the model's window up"),
+    "message_threshold": _integer(1),
+    "token_threshold": _integer(1, optional="no token trigger"),
+    "max_summary_tokens": _integer(1),
+    "keep_recent_messages": _integer(0),
+    "max_messages": _integer(1),
+    "consolidate_every_turns": _integer(1),
+    "recall_k": _integer(0, "0 turns it off"),
+    "recall_episodes": _integer(0, "0 turns it off"),
+    "episode_min_similarity": _similarity,
+    "recall_timeout_ms": _integer(1, "milliseconds"),
+    "incognito": _flag,
+    "system_prompt": _text,
+}
+"""One check per field: None when the value is fine, else what the field accepts."""

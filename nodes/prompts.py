@@ -23,9 +23,6 @@ them, and when they conflict with what the user says now, trust the user.
 </user_memory>"""
 """Wraps the recalled memories; `{sections}` is one `## heading` + bullet list per category."""
 
-MEMORY_BLOCK_CLOSING_TAG = "</user_memory>"
-"""Removed from memory contents so a stored text cannot close the block early."""
-
 MEMORY_CATEGORY_HEADINGS: dict[str, str] = {
     "preference": "## User Preferences",
     "fact": "## Known Facts",
@@ -41,6 +38,12 @@ OTHER_MEMORY_HEADING = "## Other Notes"
 
 EPISODE_HEADING = "## Earlier Conversations (verbatim excerpts)"
 """Heading of the recalled archived exchanges, after the memory sections."""
+
+ELIDED_MESSAGE_NOTE = (
+    "[left out: a message of {chars} characters, too long for the model's context window]"
+)
+"""Sent instead of a message of the current input that can never fit in the window (`start`
+keeps the message in the thread and elides it, so the turns after it still answer)."""
 
 SUMMARY_BLOCK_TEMPLATE = """<conversation_summary>
 Summary of the earlier part of this conversation (older messages were compacted into it):

@@ -3,8 +3,11 @@
 The budget splits the model's context window by DESIGN's shares (system prompt 15%, long-term
 memories 15%, history 50%, reserved for the reply 20%). The build, in order:
 
-1. the current input (the messages after the last AI reply) — never dropped; alone larger than
-   window - reserve, it is a `ContextOverflowError`;
+1. the current input (the messages after the last AI reply) — never dropped; when it does not
+   fit in window - reserve (with the system prompt), its older messages (left by a turn that
+   failed on them) are sent as a short note (`ELIDED_MESSAGE_NOTE`), oldest first, and if the
+   newest message alone still does not fit it is a `ContextOverflowError` (the message stays
+   in the thread, and the next turn elides it);
 2. the system prompt (it may exceed its share; the excess comes out of the memories' share);
 3. long-term memories recalled with the current message and the 3 before it (seed 003), best
    first, then archived exchanges (episodes) similar enough to that query, rendered in one
@@ -12,6 +15,9 @@ memories 15%, history 50%, reserved for the reply 20%). The build, in order:
 4. the running summary;
 5. history, newest first, until the history share is spent; an AI message with tool calls and
    its tool results go in together or not at all.
+
+Recalled text (memories, episodes, the summary) goes through `escape_recalled`, so nothing in it
+can open or close a block of the system prompt.
 
 Whatever the shares say, the whole model input stays within window - reserve. The record of the
 build (`BuiltContext`) goes into the state; `respond` rebuilds the model input from it.
@@ -30,10 +36,11 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
+from engram.nodes.escape import escape_recalled
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import (
+    ELIDED_MESSAGE_NOTE,
     EPISODE_HEADING,
-    MEMORY_BLOCK_CLOSING_TAG,
     MEMORY_BLOCK_TEMPLATE,
     MEMORY_CATEGORY_HEADINGS,
     OTHER_MEMORY_HEADING,
@@ -45,6 +52,8 @@ from engram.nodes.tokens import (
     TokenCounter,
     counter_for_model,
     message_content,
+    message_text,
+    preload_counters,
 )
 from engram.nodes.transcript import stamp_messages
 from engram.stores.memory.long_term import LongTermMemory
@@ -125,6 +134,7 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
         model_name: The answering model's name (picks the tiktoken encoding).
         default_window: Its context window, used when `Context.context_window` is None.
     """
+    preload_counters(model_name)
 
     async def start(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
@@ -199,15 +209,18 @@ def build_context(
     """
     history, current = messages[:cut], messages[cut:]
     available = budget.available
-    current_tokens = sum(counter.count_message(m) for m in current)
+    system_tokens = counter.count_text(system_prompt)
+    elided, current_tokens = _elide_to_fit(
+        current, available - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING, counter
+    )
     if current_tokens + MESSAGE_OVERHEAD + REPLY_PRIMING > available:
         raise ContextOverflowError(
             f"the current input is {current_tokens} tokens, but the model's window of "
             f"{budget.window} tokens minus {budget.reserve} reserved for the reply leaves "
             f"{available}: shorten the input, or set Context.context_window if the model "
-            "accepts more"
+            "accepts more (the message stays in the thread; the next turn leaves it out of "
+            "the model's input)"
         )
-    system_tokens = counter.count_text(system_prompt)
     room = available - current_tokens - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING
     if room < 0:
         raise ContextOverflowError(
@@ -220,7 +233,9 @@ def build_context(
         memories, episodes, min(room, memory_share), counter
     )
     room -= memory_tokens
-    summary_text, summary_tokens = _fit_summary(summary, min(room, budget.history), counter)
+    summary_text, summary_tokens = _fit_summary(
+        escape_recalled(summary), min(room, budget.history), counter
+    )
 
     system = compose_system_message(system_prompt, memory_block, summary_text)
     system_total = counter.count_message(system)
@@ -246,6 +261,7 @@ def build_context(
         },
         "budget": budget.as_dict(),
         "included_message_ids": [m.id for m in [*included, *current]],
+        "elided_message_ids": elided,
         "summarized_message_count": evicted_count + len(history) - len(included),
         "used_summary": bool(summary_text),
         "summary_chars": len(summary_text),
@@ -262,9 +278,12 @@ def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:
     built = state["built_context"]
     messages = state["messages"]
     included = set(built["included_message_ids"])
+    elided = set(built.get("elided_message_ids", ()))
     last = max((i for i, m in enumerate(messages) if m.id in included), default=len(messages) - 1)
-    chosen = [m for m in messages[: last + 1] if m.id in included] + list(messages[last + 1 :])
-    summary = state.get("summary", "")[: built["summary_chars"]]
+    chosen = [
+        elide(m) if m.id in elided else m for m in messages[: last + 1] if m.id in included
+    ] + list(messages[last + 1 :])
+    summary = escape_recalled(state.get("summary", ""))[: built["summary_chars"]]
     return [compose_system_message(system_prompt, built["memory_block"], summary), *chosen]
 
 
@@ -302,8 +321,10 @@ def render_memory_block(
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
         grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
     for episode in episodes:
-        text = _one_line(episode_text(episode.value))
-        cut = text if len(text) <= EPISODE_CHARS else text[: EPISODE_CHARS - 1] + "…"
+        raw = episode_text(episode.value)
+        text = _one_line(raw[: EPISODE_CHARS * 4])  # escape only a generous start of a long one
+        long = len(text) > EPISODE_CHARS or len(raw) > EPISODE_CHARS * 4
+        cut = text[: EPISODE_CHARS - 1] + "…" if long else text
         grouped.setdefault(EPISODE_HEADING, []).append(f"- {cut}")
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
     sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
@@ -321,7 +342,14 @@ def episode_text(value: dict[str, Any]) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.replace(MEMORY_BLOCK_CLOSING_TAG, "").split())
+    return " ".join(escape_recalled(text).split())
+
+
+def elide(message: BaseMessage) -> BaseMessage:
+    """The message as the model sees it when it cannot fit: a short note instead of its text
+    (role, id, tool call ids and tool calls kept, so the conversation stays well formed)."""
+    note = ELIDED_MESSAGE_NOTE.format(chars=f"{len(message_content(message)):,}")
+    return message.model_copy(update={"content": note})
 
 
 def current_input_start(messages: Sequence[BaseMessage]) -> int:
@@ -394,6 +422,23 @@ def _fit_memories(
         if cost <= limit:
             used, used_episodes, block, tokens = trial_memories, trial_episodes, candidate, cost
     return used, used_episodes, block, tokens
+
+
+def _elide_to_fit(
+    current: Sequence[BaseMessage], limit: int, counter: TokenCounter
+) -> tuple[list[str], int]:
+    """Which messages of the current input to elide (oldest first, never the newest) so that it
+    fits in `limit` tokens, and its tokens then."""
+    costs = [counter.count_message(m) for m in current]
+    total, elided = sum(costs), []
+    for message, cost in zip(current[:-1], costs, strict=False):
+        if total <= limit:
+            break
+        short = counter.count_text(message_text(elide(message))) + MESSAGE_OVERHEAD
+        if short < cost:
+            total += short - cost
+            elided.append(message.id)
+    return elided, total
 
 
 def _fit_summary(summary: str, limit: int, counter: TokenCounter) -> tuple[str, int]:

@@ -7,8 +7,9 @@ from typing import Annotated, Any, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels import EphemeralValue
-from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
+
+from engram.nodes.messages import add_valid_messages
 
 
 class BuiltContext(TypedDict):
@@ -26,6 +27,9 @@ class BuiltContext(TypedDict):
     the shares system_prompt, memories, history."""
     included_message_ids: list[str]
     """Ids of the history messages sent to the model, oldest first (the current input included)."""
+    elided_message_ids: NotRequired[list[str]]
+    """Messages of the current input sent as a short note instead of their text, because they
+    cannot fit in the model's window (left in the thread by a turn that failed on them)."""
     summarized_message_count: int
     """Messages of the thread not sent verbatim (covered by the summary or left out for budget)."""
     used_summary: bool
@@ -74,8 +78,9 @@ class ConsolidationInfo(TypedDict):
 class EngramState(TypedDict):
     """State of one thread of the engram graph."""
 
-    messages: Annotated[list[AnyMessage], add_messages]
-    """Short-term memory: the thread's messages not yet compacted away."""
+    messages: Annotated[list[AnyMessage], add_valid_messages]
+    """Short-term memory: the thread's messages not yet compacted away (their text valid
+    Unicode: a lone surrogate becomes U+FFFD)."""
     end_session: NotRequired[Annotated[bool, EphemeralValue(bool)]]
     """Input flag: route straight to `consolidate` and close the session. Ephemeral: it does not
     stay set for the next run."""

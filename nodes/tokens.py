@@ -59,6 +59,10 @@ _ASCII_WORDISH = re.compile(r"[A-Za-z\s]")
 _ASCII_OTHER = re.compile(r"[\x21-\x40\x5b-\x60\x7b-\x7e]")
 _ASTRAL = re.compile(r"[\U00010000-\U0010ffff]")
 _CACHE_LIMIT = 100_000
+_DEFAULT_CACHE_DIR = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+# tiktoken's default cache folder, resolved once at import: the first `tempfile.gettempdir()`
+# probes the working directory and writes a test file, blocking calls that must never run on an
+# event loop (`langgraph dev` rejects them).
 _fetching: set[str] = set()
 _fetch_lock = threading.Lock()
 _warned_estimate = threading.Event()
@@ -151,6 +155,16 @@ def counter_for_model(model_name: str | None) -> TokenCounter:
     return _counter(None)
 
 
+def preload_counters(model_name: str | None) -> None:
+    """Load the encodings `counter_for_model` will use for this model (and for no model) now.
+
+    Call it while a graph is built: reading and parsing an encoding takes a fraction of a second
+    of blocking I/O and CPU, which must not happen on the event loop during a turn.
+    """
+    counter_for_model(model_name)
+    counter_for_model(None)
+
+
 def is_encoding_cached(name: str) -> bool:
     """Whether tiktoken can load `name` from its cache folder without a download."""
     url = _BLOB_URLS.get(name)
@@ -228,7 +242,7 @@ def _tiktoken_cache_dir() -> str:
         return os.environ["TIKTOKEN_CACHE_DIR"]
     if "DATA_GYM_CACHE_DIR" in os.environ:
         return os.environ["DATA_GYM_CACHE_DIR"]
-    return os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return _DEFAULT_CACHE_DIR
 
 
 def _fetch_in_background(name: str) -> None:

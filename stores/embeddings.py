@@ -27,6 +27,8 @@ import numpy as np
 import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
+from engram.stores.text import valid_unicode
+
 logger = logging.getLogger(__name__)
 
 MODEL_DIR_ENV = "ENGRAM_EMBEDDING_MODEL_DIR"
@@ -37,8 +39,12 @@ _TOKENIZER_FILE = "tokenizer.json"
 _MAX_POSITIONS = 512  # BERT position embeddings of all-MiniLM-L6-v2
 
 
-class EmbeddingModelNotFoundError(FileNotFoundError):
-    """The all-MiniLM-L6-v2 ONNX files were found nowhere and could not be downloaded."""
+class EmbeddingModelNotFoundError(FileNotFoundError, RuntimeError):
+    """The all-MiniLM-L6-v2 ONNX files were found nowhere and could not be downloaded.
+
+    Also a `RuntimeError`, so that servers which show only some error types' messages (the
+    LangGraph API server) pass on what it says to do.
+    """
 
 
 class CacheInfo(NamedTuple):
@@ -55,7 +61,7 @@ class LocalEmbeddings(Embeddings):
 
     Vectors equal chromadb's `DefaultEmbeddingFunction` (mean pooling over the attention mask,
     L2-normalised), computed with less padding. Texts longer than `max_length` word pieces are
-    truncated, never rejected. The model loads on the first embedding call; instances are safe
+    truncated, never rejected; a lone surrogate is read as U+FFFD. The model loads on the first embedding call; instances are safe
     to share between threads and the async methods never block the event loop.
 
     Args:
@@ -130,6 +136,7 @@ class LocalEmbeddings(Embeddings):
             self._hits = self._misses = 0
 
     def _embed(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        texts = [valid_unicode(text) for text in texts]  # the tokenizer rejects lone surrogates
         found, missing = self._cache_lookup(texts)
         if missing:
             computed = self._load().encode(missing, self.batch_size)

@@ -311,3 +311,103 @@ def test_delete_all_removes_everything_of_a_user_and_nothing_else(data):
         assert (found is not None) == present, thread
     assert "nothing is stored for user 'alice'" in cli("list", "-u", "alice", code=1).stderr
     assert len(cli("list", "-u", "bob", "--json")) >= 1
+
+
+def said(stderr: str) -> str:
+    """What a command printed on stderr, with the terminal's line wrapping undone."""
+    return " ".join(stderr.split())
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "is empty"),
+        ("   ", "is only whitespace"),
+        (".", "has no letters or digits"),
+        ("?! ...", "has no letters or digits"),
+        ("x" * 2001, "is 2001 characters long, more than the 2000 a memory holds"),
+    ],
+    ids=["empty", "whitespace", "dot", "punctuation", "too-long"],
+)
+def test_add_refuses_a_memory_without_words_or_too_long(data, text, says):
+    result = cli("add", "--user", "alice", text, code=2)
+    assert f"nothing stored: a memory's content {says}" in said(result.stderr)
+    assert "Traceback" not in said(result.stderr) and "pydantic" not in said(result.stderr)
+    assert not (data / "chroma").exists() or "alice" not in cli("stats", "--json", code=0).stdout
+
+
+def test_add_reads_the_memory_from_stdin(data):
+    memory = cli("add", "--user", "alice", "-", "--json", input="Alice prefers dark mode\n")
+    assert memory["memory"]["content"] == "Alice prefers dark mode"
+    long = "Alice wrote this. " * 12_000  # 216 KB: more than an argument can carry
+    assert "more than the 2000 a memory holds" in said(
+        cli("add", "-u", "alice", "-", input=long, code=2).stderr
+    )
+    result = runner.invoke(app, ["memory", "add", "-u", "alice", "-"], input=b"caf\xe9 au lait")
+    assert result.exit_code == 2 and "the memory on stdin is not UTF-8 text" in said(result.stderr)
+
+
+def test_add_replaces_a_lone_surrogate_from_the_command_line(data):
+    # Python decodes non-UTF-8 argv bytes to lone surrogates (surrogateescape)
+    assert add("Alice likes caf\udce9 au lait")["content"] == "Alice likes caf\ufffd au lait"
+
+
+def test_import_reads_utf8_with_a_bom_and_refuses_other_encodings(data, tmp_path):
+    add("Alice prefers dark mode")
+    bom = tmp_path / "bom.md"
+    bom.write_bytes(
+        "# Memories of alice\n\n## Facts\n\n- Alice lives in Lyon\n".encode("utf-8-sig")
+    )
+    result = cli("import", str(bom), "--user", "alice", "--yes")
+    assert "not a bullet" not in said(result.stderr) and "created" in result.stdout
+    latin = tmp_path / "latin.md"
+    latin.write_bytes("# Memories of alice\n\n## Facts\n\n- Alice aime le café\n".encode("latin-1"))
+    result = cli("import", str(latin), "--user", "alice", "--yes", code=2)
+    assert f"{latin} is not UTF-8 text (byte 0xe9 at offset" in said(result.stderr)
+    assert "save it as UTF-8" in said(result.stderr) and "Traceback" not in said(result.stderr)
+
+
+def test_import_names_the_lines_of_memories_without_words(data, tmp_path):
+    add("Alice prefers dark mode")
+    out = tmp_path / "alice.md"
+    cli("export", "--user", "alice", "--out", str(out))
+    out.write_text(out.read_text().replace("## Goals\n", "## Goals\n\n- .\n\n- Alice runs\n"))
+    line = out.read_text().splitlines().index("- .") + 1
+    result = cli("import", str(out), "--user", "alice", "--yes", code=2)
+    assert f"line {line}: this memory has no letters or digits" in said(result.stderr)
+    assert "nothing was changed" in said(result.stderr)
+    assert len(cli("list", "-u", "alice", "--json")) == 1
+
+
+@pytest.mark.parametrize("url", ["ftp://h:1", "file:///tmp/x", "s3://bucket/engram", "chroma://h"])
+def test_an_unknown_url_scheme_for_data_is_an_error(data, tmp_path, monkeypatch, url):
+    monkeypatch.chdir(tmp_path)
+    result = cli("add", "--user", "alice", "Alice prefers tea", "--data", url, code=2)
+    scheme = url.split(":", 1)[0]
+    assert f"unknown URL scheme '{scheme}'" in said(result.stderr) and "http://host:port" in said(
+        result.stderr
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no folder named "ftp:" or so
+
+
+def test_http_data_urls_still_reach_a_chroma_server(data):
+    result = cli("list", "--user", "alice", "--data", "http://127.0.0.1:9", code=1)
+    assert "unknown URL scheme" not in said(result.stderr) and "127.0.0.1" in said(result.stderr)
+
+
+def test_a_dry_run_needs_no_model_and_no_key(data, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add("Alice prefers dark mode")
+    store = make_store()
+    old = (datetime.now(UTC) - timedelta(days=120)).isoformat()
+    for n in range(3):  # idle for 120 days, never recalled: compressible
+        memory = Memory.new(f"Alice's old fact number {n}", "fact", 1.0, now=old)
+        store.put(
+            LongTermMemory.namespace("alice"), memory.id, memory.to_value(), index=INDEX_FIELDS
+        )
+    store.close()
+    args = ("maintain", "-u", "alice", "--model", "openai:gpt-4o-mini")
+    dry = cli(*args, "--dry-run", "--json")
+    assert dry["compression"] == "dry run: the model was not called"
+    assert len(dry["compressed"][0]["sources"]) == 3 and dry["compressed"][0]["created"] == []
+    assert "cannot load this chat model" in said(cli(*args, code=2).stderr)  # a real run needs it

@@ -1,5 +1,19 @@
 """LangGraph Studio's server (`langgraph dev`) loads langgraph.json: the engram graph with a fake
-model chosen by ENGRAM_MODEL, and the ChromaStore factory whose memories the /store API serves."""
+model chosen by ENGRAM_MODEL, and the ChromaStore factory whose memories the /store API serves.
+
+The server runs in the environment a user has, as the README's command shows it: none of the
+variables the test session sets for offline assets (`TIKTOKEN_CACHE_DIR`,
+`ENGRAM_EMBEDDING_MODEL_DIR`, ...). What a user's machine has instead is simulated with files:
+
+- tiktoken's encodings in its default cache, `$TMPDIR/data-gym-cache` (where tiktoken puts them
+  on the first run with network): the test gives the server its own `TMPDIR` holding copies of
+  `../shared/tiktoken`, so the default path (`tempfile.gettempdir()`) is the one exercised;
+- the all-MiniLM-L6-v2 ONNX files in chromadb's cache, `~/.cache/chroma/onnx_models/...` (where
+  chromadb downloads them on the first run with network): the test gives the server its own
+  `HOME` whose cache folder links to `../shared/models/all-MiniLM-L6-v2`. This machine has no
+  network, so without these files the embedder could not load at all; the link is the one
+  concession, and it goes through the same lookup a user's machine does.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +37,19 @@ pytestmark = pytest.mark.server
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME_FOLDER = REPO / ".langgraph_api"
 STARTUP_SECONDS = 120
+SHARED = REPO.parent / "shared"
+SESSION_ONLY_VARIABLES = frozenset(
+    {
+        "TIKTOKEN_CACHE_DIR",
+        "DATA_GYM_CACHE_DIR",
+        "ENGRAM_EMBEDDING_MODEL_DIR",
+        "ENGRAM_CHROMA_URL",
+        "ENGRAM_MEMORY_MODEL",
+        "PYTEST_CURRENT_TEST",
+        "PYTEST_VERSION",
+    }
+)
+"""Variables of the test session that a user running `langgraph dev` would not have."""
 
 
 def _free_port() -> int:
@@ -38,14 +65,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = data / "langgraph-dev.log"
     port = _free_port()
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in SESSION_ONLY_VARIABLES},
+        "HOME": str(_home_with_chroma_cache(data / "home")),
+        "TMPDIR": str(_tmpdir_with_tiktoken_cache(data / "tmp")),
         "ENGRAM_MODEL": "tests/fakes.py:studio_chat_model",
         "ENGRAM_DATA_DIR": str(data),
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
     }
-    env.pop("ENGRAM_CHROMA_URL", None)
-    env.pop("ENGRAM_MEMORY_MODEL", None)
     command = [
         sys.executable,
         "-m",
@@ -76,6 +103,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             process.wait()
         if not had_runtime_folder:  # the in-memory server's persistence, written to the cwd
             shutil.rmtree(RUNTIME_FOLDER, ignore_errors=True)
+
+
+def _home_with_chroma_cache(home: Path) -> Path:
+    """A home folder whose chromadb cache holds the ONNX model, as after chromadb's download."""
+    cache = home / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2"
+    cache.mkdir(parents=True)
+    (cache / "onnx").symlink_to(SHARED / "models" / "all-MiniLM-L6-v2" / "onnx")
+    return home
+
+
+def _tmpdir_with_tiktoken_cache(tmp: Path) -> Path:
+    """A temporary folder whose `data-gym-cache` holds tiktoken's encodings, as after its
+    download."""
+    shutil.copytree(SHARED / "tiktoken", tmp / "data-gym-cache")
+    return tmp
 
 
 def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
@@ -115,6 +157,7 @@ async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_s
     )
     assert state["messages"][-1]["content"] == "Noted, thanks for telling me."
     assert state["built_context"]["budget"]["window"] == 8192  # what Studio shows per step
+    assert state["built_context"]["encoding"] == "cl100k_base"  # loaded from $TMPDIR's cache
     assert state["turn"] == 1
 
     state = await client.runs.wait(
@@ -129,3 +172,30 @@ async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_s
     ]
     assert memories[0]["source_thread_id"] == thread["thread_id"]
     assert (await client.store.search_items(("memories", "someone-else")))["items"] == []
+
+
+async def test_a_failed_run_reaches_the_client_with_its_message(server: str) -> None:
+    client = get_client(url=server)
+    thread = await client.threads.create()
+    with pytest.raises(Exception, match=r"ValueError: Context\.recall_k must be an integer >= 0"):
+        await client.runs.wait(
+            thread["thread_id"],
+            "engram",
+            input={"messages": [{"role": "user", "content": "hello"}]},
+            context={"user_id": "studio-user", "recall_k": -1},
+        )
+    with pytest.raises(Exception, match=r"ContextOverflowError: the current input is \d+ tokens"):
+        await client.runs.wait(
+            thread["thread_id"],
+            "engram",
+            input={"messages": [{"role": "user", "content": "word " * 20_000}]},
+            context={"user_id": "studio-user"},
+        )
+    state = await client.runs.wait(
+        thread["thread_id"],
+        "engram",
+        input={"messages": [{"role": "user", "content": "Sorry, that was too long."}]},
+        context={"user_id": "studio-user"},
+    )
+    assert state["messages"][-1]["content"] == "Noted, thanks for telling me."
+    assert len(state["built_context"]["elided_message_ids"]) == 1

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Annotated, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.markup import escape as esc
 
 from engram.graph.cli.memory import Data, Json, User, Yes, command
@@ -23,7 +24,9 @@ from engram.graph.cli.memory_support import (
     open_backend,
     out,
     print_json,
+    read_stdin_text,
     resolve_id,
+    validation_message,
 )
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Category, MemoryCandidate
@@ -35,7 +38,13 @@ T = TypeVar("T")
 
 @command
 def add(
-    text: Annotated[str, typer.Argument(help='The memory, e.g. "Alice prefers dark mode".')],
+    text: Annotated[
+        str,
+        typer.Argument(
+            help='The memory, e.g. "Alice prefers dark mode" (at most 2000 characters); '
+            "'-' reads it from stdin."
+        ),
+    ],
     user: User = None,
     category: Annotated[
         Category | None,
@@ -64,17 +73,22 @@ def add(
 ) -> None:
     """Add a memory through the write policy (secrets redacted, duplicates merged)."""
     user_id = checked_user(user or DEFAULT_USER)
+    if text == "-":
+        text = read_stdin_text("the memory")
     guess = guess_candidate(text)
     chosen = category or (guess.category if guess else "fact")
     same = guess is not None and guess.category == chosen
-    candidate = MemoryCandidate(
-        content=text,
-        category=chosen,
-        importance=importance,
-        confidence=1.0,
-        key=key or (guess.key if same else None),
-        structured_data=guess.structured_data if same and not key else None,
-    )
+    try:
+        candidate = MemoryCandidate(
+            content=text,
+            category=chosen,
+            importance=importance,
+            confidence=1.0,
+            key=key or (guess.key if same else None),
+            structured_data=guess.structured_data if same and not key else None,
+        )
+    except ValidationError as exc:
+        raise CliError(f"nothing stored: {validation_message(exc)}", code=2) from exc
     with open_backend(data, create=True) as backend:
         [result] = LongTermMemory(backend.store, min_importance=0.0).upsert(user_id, [candidate])
     if as_json:

@@ -3,6 +3,8 @@ or everyone's (`engram.stores.maintenance.maintain`). Registered on `engram.grap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -23,7 +25,8 @@ from engram.graph.cli.memory_support import (
 from engram.graph.models import ModelSpecError, load_chat_model_option
 from engram.nodes.compress import make_compressor
 from engram.stores.maintenance.maintain import maintain as run_maintenance
-from engram.stores.maintenance.types import MaintenanceSettings
+from engram.stores.maintenance.types import CompressedDraft, Compressor, MaintenanceSettings
+from engram.stores.memory.types import Memory
 
 
 @command
@@ -72,11 +75,7 @@ def maintain(
             if all_users
             else [ensure_user(backend, user or DEFAULT_USER)]
         )
-        try:
-            memory_model = load_chat_model_option(model, "--model") if compress else None
-        except ModelSpecError as exc:
-            raise CliError(str(exc), code=2) from exc
-        compressor = make_compressor(memory_model) if memory_model else None
+        compressor = _compressor(model if compress else None, dry_run=dry_run)
         reports = [
             run_maintenance(
                 backend.store, u, settings=settings, compressor=compressor, dry_run=dry_run
@@ -96,6 +95,32 @@ def maintain(
         out.print(f"compression: {report.compression}", markup=False, highlight=False)
         for failure in report.failures:
             err.print(f"[yellow]compression failed:[/yellow] {esc(failure)}", highlight=False)
+
+
+def _compressor(spec: str | None, *, dry_run: bool) -> Compressor | None:
+    """The compressor for `--model`; in a dry run one that stands for it without loading it,
+    since a dry run calls no model (and so needs no API key)."""
+    if spec and dry_run:
+        return _UncalledCompressor(spec)
+    try:
+        memory_model = load_chat_model_option(spec, "--model")
+    except ModelSpecError as exc:
+        raise CliError(str(exc), code=2) from exc
+    return make_compressor(memory_model) if memory_model else None
+
+
+@dataclass(frozen=True)
+class _UncalledCompressor:
+    """The memory model `--model` names, in a dry run: maintenance reports what it would
+    compress and never calls it."""
+
+    spec: str
+
+    def compress(self, category: str, memories: Sequence[Memory]) -> list[CompressedDraft]:
+        raise RuntimeError(f"a dry run calls no model, not even {self.spec}")
+
+    async def acompress(self, category: str, memories: Sequence[Memory]) -> list[CompressedDraft]:
+        return self.compress(category, memories)
 
 
 def _ttls(items: list[str]) -> dict[str, float]:

@@ -13,11 +13,13 @@ import json
 import os
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
 
 from langgraph.store.base import BaseStore, IndexConfig
+from pydantic import ValidationError
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -99,7 +101,13 @@ def open_backend(data: str | None, *, create: bool = False) -> Backend:
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers.
     """
-    url = data if data and data.startswith(("http://", "https://")) else None
+    url = data if data and data.lower().startswith(("http://", "https://")) else None
+    if data and url is None and (scheme := _URL_SCHEME.match(data)):
+        raise CliError(
+            f"--data {data}: unknown URL scheme {scheme[1]!r}; give a data folder, or a Chroma "
+            "server as http://host:port or https://host:port",
+            code=2,
+        )
     if data is None:
         url = os.environ.get(CHROMA_URL_ENV) or None
     if url:
@@ -119,6 +127,36 @@ def open_backend(data: str | None, *, create: bool = False) -> Backend:
         f"{folder}/",
         folder / "checkpoints.sqlite",
     )
+
+
+def read_stdin_text(what: str) -> str:
+    """All of stdin, decoded as UTF-8 (a BOM is skipped).
+
+    Raises:
+        CliError: Stdin is not UTF-8 (exit 2).
+    """
+    return decode_utf8(sys.stdin.buffer.read(), f"{what} on stdin")
+
+
+def decode_utf8(data: bytes, where: str) -> str:
+    """`data` as UTF-8 text, a leading BOM skipped.
+
+    Raises:
+        CliError: The bytes are not UTF-8 (exit 2); the message says where and how to fix it.
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CliError(
+            f"{where} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}): "
+            "save it as UTF-8 and try again",
+            code=2,
+        ) from None
+
+
+def validation_message(exc: ValidationError) -> str:
+    """What a pydantic model refused, in a line per field, without pydantic's decoration."""
+    return "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
 
 
 def known_users(store: BaseStore) -> list[str]:
@@ -218,6 +256,7 @@ def _first_person(text: str) -> str | None:
     return f"I {verb}{match['rest']}"
 
 
+_URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _THIRD_PERSON = re.compile(
     r"^(?:(?i:the user|user)|[A-Z][\w'-]*)\s+(?P<verb>[a-z]+)\b(?P<rest>.*)$", re.DOTALL
 )

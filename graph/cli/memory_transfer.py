@@ -20,10 +20,12 @@ from engram.graph.cli.memory_support import (
     CliError,
     all_memories,
     checked_user,
+    decode_utf8,
     err,
     open_backend,
     out,
     print_json,
+    read_stdin_text,
 )
 from engram.stores.memory.importer import ImportPlan, import_steps, plan_import
 from engram.stores.memory.markdown import MarkdownError, parse_markdown, render_markdown, same_text
@@ -92,10 +94,13 @@ def import_(
             "importing asks for confirmation; with --json pass --yes or --dry-run", code=2
         )
     user_id = checked_user(user or DEFAULT_USER)
-    try:
-        text = sys.stdin.read() if str(file) == "-" else file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    if str(file) == "-":
+        text = read_stdin_text("the memory.md")
+    else:
+        try:
+            text = decode_utf8(file.read_bytes(), str(file))
+        except OSError as exc:
+            raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
     with open_backend(data, create=True) as backend:
         try:
             plan = plan_import(

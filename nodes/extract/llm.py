@@ -42,6 +42,7 @@ from engram.nodes.prompts import (
     EXTRACTION_USER_PROMPT,
 )
 from engram.nodes.transcript import render_transcript
+from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import Category, MemoryCandidate
 from engram.stores.secrets import redact
 
@@ -192,7 +193,7 @@ class LLMExtractor:
                 key=_checked_key(m.key, m.category), confidence=LLM_CONFIDENCE,
             )
             for m in result.memories
-            if m.content.strip()
+            if content_problem(m.content) is None  # empty, punctuation only or too long: skipped
         ]
 
 

@@ -53,6 +53,7 @@ from engram.nodes.extract.patterns import Rule, first_match, rx
 from engram.nodes.extract.text import Piece, Unit, details, has_cjk, has_detail, units
 from engram.nodes.extract.zh import RULES as ZH_RULES
 from engram.nodes.tokens import message_content
+from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import MemoryCandidate
 from engram.stores.secrets import is_only_secret, redact
 
@@ -243,7 +244,7 @@ def _lists_details(text: str) -> bool:
 
 def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
     content = _content(draft.pieces, text)
-    if not content or is_only_secret(content):
+    if content_problem(content) is not None or is_only_secret(content):
         return None
     said = " ".join(p.text for p in draft.pieces)
     if not draft.rule.strong and not (has_detail(said) or terms(said)):

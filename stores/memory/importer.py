@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from engram.stores.memory.content import content_problem
 from engram.stores.memory.edit import EditError, edit_steps
 from engram.stores.memory.markdown import Bullet, MarkdownDoc, MarkdownError, same_text
 from engram.stores.memory.policy import PolicySettings, set_forgotten_steps, upsert_steps
@@ -99,7 +100,9 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
     """Compare a parsed file with the user's memories (all of them, any state).
 
     Raises:
-        MarkdownError: The file was exported for another user.
+        MarkdownError: The file was exported for another user, or a bullet that adds or edits a
+            memory is not one (`content_problem`: punctuation only, too long); every such line
+            is named.
     """
     if doc.user_id is not None and doc.user_id != user_id:
         raise MarkdownError(
@@ -113,6 +116,7 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
         h: m.id for m in memories if m.current and not m.forgotten for h in m.content_hashes
     }
     covered: set[str] = set()
+    problems: list[str] = []
     for bullet in doc.bullets:
         memory = by_id.get(bullet.memory_id) if bullet.memory_id else None
         if memory is None:
@@ -129,6 +133,7 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
                     f"line {bullet.line}: no memory {bullet.memory_id} (deleted, or from another "
                     "installation): added as a new memory"
                 )
+            problems += _content_problems(bullet)
             plan.changes.append(Change("add", bullet.category, bullet.content, line=bullet.line))
             continue
         chain = _successors(memory, by_id)
@@ -151,6 +156,7 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
                 plan.changes.append(_change("forget", memory, bullet.line))
             continue
         if changed:
+            problems += _content_problems(bullet)
             plan.changes.append(
                 Change(
                     "edit",
@@ -164,8 +170,15 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
             )
         elif memory.forgotten:
             plan.changes.append(_change("restore", memory, bullet.line))
+    if problems:
+        raise MarkdownError("; ".join(problems) + " (nothing was changed)")
     _missing(doc, memories, covered, plan)
     return plan
+
+
+def _content_problems(bullet: Bullet) -> list[str]:
+    problem = content_problem(bullet.content)
+    return [f"line {bullet.line}: this memory {problem}"] if problem else []
 
 
 def import_steps(

@@ -7,7 +7,8 @@ recency, half-life 30 days, counted from the last update or recall) and updates 
 statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
 a store without hybrid search, relevance is the embedding similarity alone. Writes go
 through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
-similarity, add), are idempotent, and record provenance (source thread and message ids).
+similarity, add), are idempotent, and record provenance (source thread and message ids). Text
+that is not valid Unicode (a lone surrogate) is read with U+FFFD in its place.
 
 The logic lives once, as pure steps in `engram.stores.memory.policy`; the async methods drive it
 with `store.abatch` and the sync ones with `store.batch`.
@@ -59,6 +60,7 @@ from engram.stores.namespaces import (
     memory_namespace,
 )
 from engram.stores.steps import Steps, arun_steps, run_steps
+from engram.stores.text import valid_unicode
 
 
 class LongTermMemory:
@@ -339,7 +341,7 @@ class LongTermMemory:
     ) -> Steps[list[ScoredMemory]]:
         return search_steps(
             self.namespace(user_id),
-            query,
+            valid_unicode(query),
             k,
             categories=list(categories) if categories else None,
             include_superseded=include_superseded,
@@ -358,7 +360,7 @@ class LongTermMemory:
     ) -> Steps[list[SearchItem]]:
         return episode_search_steps(
             self.episode_namespace(user_id),
-            query,
+            valid_unicode(query),
             k,
             min_similarity=min_similarity,
             settings=self.recall,

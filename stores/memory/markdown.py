@@ -136,14 +136,14 @@ def render_markdown(
 
 
 def parse_markdown(text: str) -> MarkdownDoc:
-    """Read a `memory.md` back.
+    """Read a `memory.md` back (a leading byte order mark, as some editors write, is skipped).
 
     Raises:
         MarkdownError: An unknown heading, a bullet outside a category, two bullets with one
             id, or a bullet with two ids.
     """
     parser = _Parser()
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(text.removeprefix("\ufeff").splitlines(), 1):
         parser.feed(number, line)
     parser.close_bullet()
     return MarkdownDoc(

@@ -19,7 +19,9 @@ from uuid import uuid4
 from langgraph.store.base import Item, PutOp
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
+from engram.stores.memory.content import MAX_CONTENT_CHARS, content_problem
 from engram.stores.secrets import redact, redact_data
+from engram.stores.text import valid_unicode
 
 Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
 CATEGORIES: tuple[str, ...] = get_args(Category)
@@ -36,10 +38,6 @@ DEFAULT_IMPORTANCE: dict[str, float] = {
 `project` is a fact about the user's work, so it gets fact's 0.8; `skill` (a reusable way of
 doing something) sits between goal and lesson at 0.75."""
 
-MAX_CONTENT_CHARS = 2000
-"""Seed 000's cap on a merged memory. The write policy never merges two texts whose merge would
-be longer (the new text becomes a memory of its own); `merge_content` alone, past the cap, keeps
-only the newer text, as seed 000 does."""
 
 WriteAction = Literal["created", "merged", "duplicate", "superseded", "unchanged", "dropped"]
 
@@ -123,9 +121,27 @@ class Memory(BaseModel):
 
 
 class MemoryCandidate(BaseModel):
-    """Something an extractor proposes to remember, before the write policy decides what to do."""
+    """Something an extractor proposes to remember, before the write policy decides what to do.
 
-    content: str = Field(min_length=1)
+    The content is checked when the candidate is built (`content_problem`): words, at most
+    `MAX_CONTENT_CHARS` characters; lone surrogates become U+FFFD and surrounding whitespace
+    goes.
+
+    Example:
+        >>> MemoryCandidate(content="  I use Vim ", category="preference").content
+        'I use Vim'
+        >>> MemoryCandidate(content=".", category="fact")
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for MemoryCandidate
+        content
+          Value error, a memory's content has no letters or digits ...
+
+    Raises:
+        pydantic.ValidationError: A `ValueError` saying what is wrong with the content.
+    """
+
+    content: str
     category: Category
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
     """None takes the category's default (`DEFAULT_IMPORTANCE`)."""
@@ -134,6 +150,15 @@ class MemoryCandidate(BaseModel):
     structured_data: dict[str, Any] | None = None
     message_ids: list[str] | None = None
     """The messages this came from; None uses the ids given to `upsert`."""
+
+    @field_validator("content")
+    @classmethod
+    def _words(cls, content: str) -> str:
+        content = valid_unicode(content)
+        problem = content_problem(content)
+        if problem:
+            raise ValueError(f"a memory's content {problem}")
+        return content.strip()
 
     @field_validator("key")
     @classmethod
