@@ -24,7 +24,14 @@ _SOURCES = {
     "EngramMiddleware": "engram.graph.middleware",
 }
 
-__all__ = sorted(_SOURCES)
+__all__ = [
+    "BuiltContext",
+    "Context",
+    "EngramMiddleware",
+    "EngramState",
+    "build_graph",
+    "compile_graph",
+]
 
 
 def __getattr__(name: str) -> Any:
