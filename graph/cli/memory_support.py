@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -27,7 +26,7 @@ from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.maintenance.types import MaintenanceReport
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.markdown import status_of
-from engram.stores.memory.types import Memory, MemoryCandidate
+from engram.stores.memory.types import Memory
 from engram.stores.memory.users import (
     UserStats,
     memories_steps,
@@ -183,42 +182,6 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
         f"no memory {given!r} for user {user_id!r}; `engram memory list --user {user_id} --all` "
         "shows the ids"
     )
-
-
-def guess_candidate(text: str) -> MemoryCandidate | None:
-    """The offline extractor's reading of `text` (category, and a key for a single-valued
-    attribute), also for a third-person statement ("Alice prefers dark mode" is read as "I
-    prefer dark mode"); None when no rule recognises it."""
-    from engram.nodes.extract.rules import classify
-
-    found = classify(text)
-    if found is None and (rewritten := _first_person(text)):
-        found = classify(rewritten)
-    return found
-
-
-def _first_person(text: str) -> str | None:
-    match = _THIRD_PERSON.match(text.strip())
-    if match is None:
-        return None
-    verb = match["verb"]
-    if verb in _IRREGULAR:
-        verb = _IRREGULAR[verb]
-    elif verb.endswith("ies"):
-        verb = verb[:-3] + "y"
-    elif verb.endswith(("shes", "ches", "sses", "xes", "oes")):
-        verb = verb[:-2]
-    elif verb.endswith("s") and not verb.endswith("ss"):
-        verb = verb[:-1]
-    else:
-        return None
-    return f"I {verb}{match['rest']}"
-
-
-_THIRD_PERSON = re.compile(
-    r"^(?:(?i:the user|user)|[A-Z][\w'-]*)\s+(?P<verb>[a-z]+)\b(?P<rest>.*)$", re.DOTALL
-)
-_IRREGULAR = {"is": "am", "has": "have", "does": "do"}
 
 
 # -- printing -------------------------------------------------------------------------------------
