@@ -53,7 +53,7 @@ from engram.nodes.start import begin_turn, current_input_start, model_input, pre
 from engram.nodes.state import EngramState
 from engram.nodes.summarize import Summarizer
 from engram.nodes.tokens import counter_for_model
-from engram.nodes.transcript import stamp_messages
+from engram.nodes.transcript import stamp_reply
 
 ModelHandler = Callable[[ModelRequest], ModelResponse]
 AsyncModelHandler = Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -71,6 +71,7 @@ class EngramAgentState(AgentState[Any], EngramState):  # type: ignore[misc]
 class _Prepared:
     request: ModelRequest
     update: dict[str, Any]
+    memory_ids: list[str]
 
 
 class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
@@ -150,14 +151,14 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
     ) -> ModelResponse | ExtendedModelResponse:
         """Call the model on the context engram builds; record the build in the state."""
         prepared = await self._prepare(request)
-        return _with_update(await handler(prepared.request), prepared.update)
+        return _with_update(await handler(prepared.request), prepared)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: ModelHandler
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync `awrap_model_call` (the model itself is called in the caller's thread)."""
         prepared = run_sync(self._prepare(request))
-        return _with_update(handler(prepared.request), prepared.update)
+        return _with_update(handler(prepared.request), prepared)
 
     # -- after_agent: consolidation -----------------------------------------------------------
 
@@ -212,7 +213,9 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             state["built_context"] = built
         system, *chosen = model_input(state, instructions)  # type: ignore[arg-type]
         return _Prepared(
-            request.override(system_message=_as_system(system), messages=chosen), update
+            request.override(system_message=_as_system(system), messages=chosen),
+            update,
+            state["built_context"]["memory_ids"],
         )
 
 
@@ -221,12 +224,15 @@ def _as_system(message: BaseMessage) -> SystemMessage:
 
 
 def _with_update(
-    response: ModelResponse, update: dict[str, Any]
+    response: ModelResponse, prepared: _Prepared
 ) -> ModelResponse | ExtendedModelResponse:
-    """The reply stamped with the time (as `respond` does), and the build's record as a state
-    update next to it."""
-    result = [next(iter(stamp_messages([m])), m) for m in response.result]
+    """The reply stamped with the time and its citations (as `respond` does), and the build's
+    record as a state update next to it."""
+    result = [
+        stamp_reply(m, prepared.memory_ids) if isinstance(m, AIMessage) else m
+        for m in response.result
+    ]
     response = ModelResponse(result=result, structured_response=response.structured_response)
-    if not update:
+    if not prepared.update:
         return response
-    return ExtendedModelResponse(model_response=response, command=Command(update=update))
+    return ExtendedModelResponse(model_response=response, command=Command(update=prepared.update))

@@ -8,8 +8,8 @@ the graph or agent it runs in. The user is the run's (`runtime.context`, read as
 model cannot reach another user's memories. Unlike LangMem's, writes go through engram's write
 policy (secrets redacted, duplicates confirmed, a changed attribute superseded), forgetting is
 restorable, and each change is announced on the custom stream (`memory.created`,
-`memory.updated`, `memory.superseded`, `memory.forgotten`; `engram.nodes.events`). An incognito
-run neither searches nor remembers.
+`memory.updated`, `memory.superseded`, `memory.forgotten`, `memory.restored`;
+`engram.nodes.events`). An incognito run neither searches nor remembers.
 
 Use them with `create_agent(model, tools=memory_tools(), middleware=[EngramMiddleware()], ...)`
 or `compile_graph(model, tools=memory_tools())`.
@@ -30,11 +30,12 @@ from pydantic import Field
 from engram.graph.loop import run_sync
 from engram.graph.run_context import context_for_run
 from engram.nodes.context import Context
-from engram.nodes.events import MEMORY_FORGOTTEN, announce_writes, memory_event
+from engram.nodes.events import MEMORY_FORGOTTEN, MEMORY_RESTORED, announce_writes, memory_event
 from engram.nodes.extract.statement import statement_candidate
 from engram.nodes.prompts import (
     FORGET_MEMORY_TOOL_DESCRIPTION,
     REMEMBER_TOOL_DESCRIPTION,
+    RESTORE_MEMORY_TOOL_DESCRIPTION,
     SEARCH_MEMORY_TOOL_DESCRIPTION,
 )
 from engram.stores.memory.long_term import LongTermMemory
@@ -44,21 +45,25 @@ INCOGNITO_ANSWER = "Memory is off in this incognito chat: nothing was searched o
 NO_STORE_ANSWER = "No memory store is configured for this agent: nothing was searched or saved."
 
 
-def memory_tools(*, defaults: Context | None = None) -> list[BaseTool]:
-    """The three memory tools: `search_memory`, `remember` and `forget_memory`.
+def memory_tools(*, defaults: Context | None = None, restore: bool = False) -> list[BaseTool]:
+    """The memory tools: `search_memory`, `remember` and `forget_memory` (and `restore_memory`).
 
     Args:
         defaults: Settings for runs whose context is not an engram `Context`.
+        restore: Also the tool that restores a forgotten memory.
 
     Example:
         >>> [t.name for t in memory_tools()]
         ['search_memory', 'remember', 'forget_memory']
     """
-    return [
+    tools = [
         create_search_memory_tool(defaults=defaults),
         create_remember_tool(defaults=defaults),
         create_forget_memory_tool(defaults=defaults),
     ]
+    if restore:
+        tools.append(create_restore_memory_tool(defaults=defaults))
+    return tools
 
 
 def create_search_memory_tool(
@@ -174,6 +179,36 @@ def create_forget_memory_tool(
     return _tool(forget_memory, "forget_memory", instructions)
 
 
+def create_restore_memory_tool(
+    *, instructions: str = RESTORE_MEMORY_TOOL_DESCRIPTION, defaults: Context | None = None
+) -> BaseTool:
+    """A tool that restores a forgotten memory of the run's user (`memory.restored`); not in
+    `memory_tools()` unless asked for. Its artifact is the restored memory's id, or None.
+
+    Args:
+        instructions: The description the model reads.
+        defaults: Settings for runs whose context is not an engram `Context`.
+    """
+
+    async def restore_memory(
+        memory_id: Annotated[str, Field(min_length=1, description="The memory's id.")],
+        *,
+        runtime: ToolRuntime[Any, Any],
+    ) -> tuple[str, str | None]:
+        ctx, ltm = _scope(runtime, defaults)
+        if ltm is None:
+            return NO_STORE_ANSWER, None
+        result = await ltm.arestore(ctx.user_id, memory_id.strip())
+        if result is None:
+            return f"No memory has the id {memory_id!r}.", None
+        if not result.changed:
+            return f"Nothing to restore: {result.reason}", None
+        runtime.stream_writer(memory_event(MEMORY_RESTORED, ctx.user_id, result.memory))
+        return f"Restored: {result.memory.content}", result.memory.id
+
+    return _tool(restore_memory, "restore_memory", instructions)
+
+
 def _tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:
     """A tool with the async body and a sync twin that runs it on engram's background loop."""
 
@@ -191,7 +226,9 @@ def _tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str)
     )
 
 
-def _scope(runtime: ToolRuntime[Any, Any], defaults: Context | None) -> tuple[Context, LongTermMemory | None]:
+def _scope(
+    runtime: ToolRuntime[Any, Any], defaults: Context | None
+) -> tuple[Context, LongTermMemory | None]:
     ctx = context_for_run(runtime.context, defaults, runtime.config)
     store = runtime.store
     return ctx, (LongTermMemory(store, min_importance=0.0) if store is not None else None)

@@ -180,3 +180,8 @@ FORGET_MEMORY_TOOL_DESCRIPTION = """Forget one of the user's long-term memories,
 `search_memory` or `remember` gave. Call it when the user asks you to forget something or says a
 memory is wrong. The memory is no longer recalled; it is kept, so the user can restore it."""
 """Description of the `forget_memory` tool (`engram.graph.tools`)."""
+
+RESTORE_MEMORY_TOOL_DESCRIPTION = """Bring back a long-term memory of the user that was forgotten,
+by its id. Call it when the user asks you to remember again something they had you forget."""
+"""Description of the `restore_memory` tool (`engram.graph.tools`), not in `memory_tools()`'s
+default set."""

@@ -66,7 +66,9 @@ async def test_remember_search_and_forget_a_memory(kind: str) -> None:
         e
         async for e in app.astream(
             {"messages": [HumanMessage("Remember: I like TypeScript's strict mode")]},
-            config, context=ctx, stream_mode="custom",
+            config,
+            context=ctx,
+            stream_mode="custom",
         )
     ]
     [created] = [e for e in events if e["event"] == "memory.created"]
@@ -88,13 +90,45 @@ async def test_remember_search_and_forget_a_memory(kind: str) -> None:
     )
     app_two = _app(kind, model_two, store)
     events = list(
-        app_two.stream({"messages": [HumanMessage("Forget that.")]}, _config(), context=ctx,
-                       stream_mode="custom")
+        app_two.stream(
+            {"messages": [HumanMessage("Forget that.")]},
+            _config(),
+            context=ctx,
+            stream_mode="custom",
+        )
     )
     assert [(e["event"], e["memory_id"]) for e in events] == [("memory.forgotten", memory_id)]
     memory = LongTermMemory(store).get("alice", memory_id)
     assert memory.forgotten and LongTermMemory(store).search("alice", "TypeScript") == []
-    assert LongTermMemory(store).restore("alice", memory_id).changed  # restorable
+
+    # and back, through the opt-in restore tool
+    model_three = ToolCallingChatModel(
+        messages=iter([_call("restore_memory", {"memory_id": memory_id}), AIMessage("Back.")])
+    )
+    app_three = (
+        compile_graph(
+            model_three, store=store, checkpointer=InMemorySaver(), tools=memory_tools(restore=True)
+        )
+        if kind == "graph"
+        else create_agent(
+            model_three,
+            tools=memory_tools(restore=True),
+            middleware=[EngramMiddleware()],
+            store=store,
+            context_schema=Context,
+        )
+    )
+    events = [
+        e
+        async for e in app_three.astream(
+            {"messages": [HumanMessage("Remember that again.")]},
+            _config(),
+            context=ctx,
+            stream_mode="custom",
+        )
+    ]
+    assert [(e["event"], e["memory_id"]) for e in events] == [("memory.restored", memory_id)]
+    assert not LongTermMemory(store).get("alice", memory_id).forgotten
 
 
 def test_the_user_comes_from_the_run_never_from_the_model() -> None:
@@ -102,8 +136,9 @@ def test_the_user_comes_from_the_run_never_from_the_model() -> None:
     [mine] = LongTermMemory(store).upsert(
         "alice", [statement_candidate("Alice keeps her notes in Obsidian")]
     )
-    arguments = {t.name: set(t.tool_call_schema.model_json_schema()["properties"])
-                 for t in memory_tools()}
+    arguments = {
+        t.name: set(t.tool_call_schema.model_json_schema()["properties"]) for t in memory_tools()
+    }
     assert arguments == {  # what the model fills in: no user
         "search_memory": {"query", "limit"},
         "remember": {"content", "category"},
@@ -119,8 +154,11 @@ def test_the_user_comes_from_the_run_never_from_the_model() -> None:
         )
     )
     app = _app("agent", model, store)
-    out = app.invoke({"messages": [HumanMessage("Where are my notes?")]}, _config(),
-                     context=Context(user_id="mallory"))
+    out = app.invoke(
+        {"messages": [HumanMessage("Where are my notes?")]},
+        _config(),
+        context=Context(user_id="mallory"),
+    )
     search_result, forget_result = out["messages"][2], out["messages"][4]
     assert json.loads(search_result.content) == []
     assert forget_result.content.startswith("No memory has the id")
@@ -130,12 +168,15 @@ def test_the_user_comes_from_the_run_never_from_the_model() -> None:
 def test_an_incognito_run_neither_searches_nor_remembers() -> None:
     store = _store()
     model = ToolCallingChatModel(
-        messages=iter([_call("remember", {"content": "I am planning a surprise party"}),
-                       AIMessage("OK.")])
+        messages=iter(
+            [_call("remember", {"content": "I am planning a surprise party"}), AIMessage("OK.")]
+        )
     )
     app = _app("agent", model, store)
-    out = app.invoke({"messages": [HumanMessage("remember this")]}, _config(),
-                     context=Context(user_id="alice", incognito=True))
+    out = app.invoke(
+        {"messages": [HumanMessage("remember this")]},
+        _config(),
+        context=Context(user_id="alice", incognito=True),
+    )
     assert out["messages"][2].content.startswith("Memory is off")
     assert LongTermMemory(store).list("alice") == []
-

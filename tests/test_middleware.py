@@ -91,7 +91,9 @@ async def test_memories_written_by_one_thread_are_recalled_in_the_next(store, sa
     assert state["built_context"]["memory_ids"] == [created[0]["memory_id"]]
     assert state["turn"] == 1
     # another user sees nothing of alice's
-    await run(agent, {"messages": [HumanMessage("Which theme?")]}, _config(), Context(user_id="bob"))
+    await run(
+        agent, {"messages": [HumanMessage("Which theme?")]}, _config(), Context(user_id="bob")
+    )
     assert "dark mode" not in model.calls[-1][0].content
 
 
@@ -126,8 +128,12 @@ async def test_compaction_summarizes_archives_and_keeps_tool_pairs(store, saver,
         messages=iter([_tool_call("B2", "call-2"), *(AIMessage(f"answer {i}") for i in range(4))])
     )
     agent = create_agent(
-        model, tools=[order_status], middleware=[EngramMiddleware()], store=store,
-        checkpointer=saver, context_schema=Context,
+        model,
+        tools=[order_status],
+        middleware=[EngramMiddleware()],
+        store=store,
+        checkpointer=saver,
+        context_schema=Context,
     )
     ctx = Context(user_id="carol", message_threshold=6, keep_recent_messages=5)
     config = _config()
@@ -153,7 +159,10 @@ async def test_compaction_summarizes_archives_and_keeps_tool_pairs(store, saver,
 async def test_incognito_recalls_and_writes_nothing(store, saver, run) -> None:
     model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
     agent = create_agent(
-        model, middleware=[EngramMiddleware()], store=store, checkpointer=saver,
+        model,
+        middleware=[EngramMiddleware()],
+        store=store,
+        checkpointer=saver,
         context_schema=Context,
     )
     await run(
@@ -185,8 +194,12 @@ async def test_a_session_end_consolidates_without_calling_the_model(store, saver
         user_id: str
         plan: str = "free"
 
-    await run(agent, {"messages": [HumanMessage("I work at Acme as a data engineer")]}, config,
-              AppContext("erin"))
+    await run(
+        agent,
+        {"messages": [HumanMessage("I work at Acme as a data engineer")]},
+        config,
+        AppContext("erin"),
+    )
     events = await run(agent, {"messages": [], "end_session": True}, config, AppContext("erin"))
     assert len(model.calls) == 1
     assert [(e["event"], e["user_id"]) for e in events] == [("memory.created", "erin")]
@@ -204,8 +217,9 @@ def test_the_agent_and_the_graph_give_the_model_the_same_input(tmp_path) -> None
         "Remind me which editor theme I like",
         "And where does Ana live?",
     ]
-    ctx = Context(user_id="fay", message_threshold=5, keep_recent_messages=2,
-                  consolidate_every_turns=2)
+    ctx = Context(
+        user_id="fay", message_threshold=5, keep_recent_messages=2, consolidate_every_turns=2
+    )
     results = []
     for kind in ("graph", "agent"):
         index = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
@@ -214,12 +228,19 @@ def test_the_agent_and_the_graph_give_the_model_the_same_input(tmp_path) -> None
         )
         model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
         if kind == "graph":
-            app = compile_graph(model, store=store, checkpointer=ThreadedSqliteSaver.from_path(
-                tmp_path / f"{kind}.sqlite"))
+            app = compile_graph(
+                model,
+                store=store,
+                checkpointer=ThreadedSqliteSaver.from_path(tmp_path / f"{kind}.sqlite"),
+            )
         else:
-            app = create_agent(model, middleware=[EngramMiddleware()], store=store,
-                               checkpointer=ThreadedSqliteSaver.from_path(
-                                   tmp_path / f"{kind}.sqlite"), context_schema=Context)
+            app = create_agent(
+                model,
+                middleware=[EngramMiddleware()],
+                store=store,
+                checkpointer=ThreadedSqliteSaver.from_path(tmp_path / f"{kind}.sqlite"),
+                context_schema=Context,
+            )
         config = _config()
         for text in texts:
             app.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
@@ -228,7 +249,9 @@ def test_the_agent_and_the_graph_give_the_model_the_same_input(tmp_path) -> None
         memories = sorted(i.value["content"] for i in store.search(("memories", "fay"), limit=50))
         results.append((inputs, memories, state))
         store.close()
-    (graph_inputs, graph_memories, graph_state), (agent_inputs, agent_memories, agent_state) = results
+    (graph_inputs, graph_memories, graph_state), (agent_inputs, agent_memories, agent_state) = (
+        results
+    )
     assert len(graph_inputs) == len(texts)
     assert "Ana lives in Porto" in graph_inputs[-1][0][1]  # recalled or summarized
     assert agent_memories == graph_memories and len(graph_memories) >= 3
@@ -238,4 +261,3 @@ def test_the_agent_and_the_graph_give_the_model_the_same_input(tmp_path) -> None
     # message is then in the kept tail): the inputs agree up to the first compaction
     assert agent_inputs[:2] == graph_inputs[:2]
     assert graph_state["summary"] and agent_state["summary"]
-

@@ -2,7 +2,8 @@
 
 The memory is forgotten, so undo is itself reversible (`LongTermMemory.restore` brings it back);
 when it was a new value of an attribute, the values it superseded become current again, so the
-user is left with what they had before it was written.
+user is left with what they had before it was written. (Restoring such an undone value leaves
+the older one current too; stating the value again supersedes it once more.)
 """
 
 from __future__ import annotations
