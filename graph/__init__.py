@@ -7,22 +7,14 @@ does not load the graph stack.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from engram.stores.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from engram.graph.builder import build_graph, compile_graph
     from engram.graph.middleware import EngramMiddleware
     from engram.nodes import BuiltContext, Context, EngramState
-
-_SOURCES = {
-    "BuiltContext": "engram.nodes",
-    "Context": "engram.nodes",
-    "EngramState": "engram.nodes",
-    "build_graph": "engram.graph.builder",
-    "compile_graph": "engram.graph.builder",
-    "EngramMiddleware": "engram.graph.middleware",
-}
 
 __all__ = [
     "BuiltContext",
@@ -33,14 +25,14 @@ __all__ = [
     "compile_graph",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'engram.graph' has no attribute {name!r}")
-    value = getattr(import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_SOURCES])
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BuiltContext": "engram.nodes",
+        "Context": "engram.nodes",
+        "EngramState": "engram.nodes",
+        "build_graph": "engram.graph.builder",
+        "compile_graph": "engram.graph.builder",
+        "EngramMiddleware": "engram.graph.middleware",
+    },
+)

@@ -18,12 +18,12 @@ from engram.graph.cli.memory_support import (
     checked_user,
     ensure_user,
     err,
+    guess_candidate,
     open_backend,
     out,
     print_json,
     resolve_id,
 )
-from engram.nodes.extract.statement import guess_candidate
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Category, MemoryCandidate
 from engram.stores.memory.users import delete_user, stats_steps

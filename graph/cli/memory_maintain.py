@@ -20,8 +20,6 @@ from engram.graph.cli.memory_support import (
     out,
     print_json,
 )
-from engram.graph.models import ModelSpecError, load_chat_model_option
-from engram.nodes.compress import make_compressor
 from engram.stores.maintenance.maintain import maintain as run_maintenance
 from engram.stores.maintenance.types import MaintenanceSettings
 
@@ -34,7 +32,7 @@ def maintain(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     max_memories: Annotated[
-        int, typer.Option(min=0, help="Active memories kept per user (seed 002); 0: no cap.")
+        int, typer.Option(min=0, help="Active memories kept per user; 0: no cap.")
     ] = 10_000,
     ttl: Annotated[
         list[str] | None,
@@ -56,7 +54,7 @@ def maintain(
     as_json: Json = False,
     data: Data = None,
 ) -> None:
-    """Forget what faded (seed 003), cap the count, expire TTLs, compress old memories."""
+    """Forget what faded (relevance decay), cap the count, expire TTLs, compress old memories."""
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
@@ -69,6 +67,10 @@ def maintain(
             if all_users
             else [ensure_user(backend, user or DEFAULT_USER)]
         )
+        # imported here: chat model support costs every other command a second at start-up
+        from engram.graph.models import ModelSpecError, load_chat_model_option
+        from engram.nodes.compress import make_compressor
+
         try:
             memory_model = load_chat_model_option(model, "--model") if compress else None
         except ModelSpecError as exc:

@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from langgraph.store.base import BaseStore, IndexConfig
 from rich import box
@@ -21,12 +21,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.stores.chroma.store import ChromaStore, default_index
-from engram.stores.maintenance.types import MaintenanceReport
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.markdown import status_of
-from engram.stores.memory.types import Memory
+from engram.stores.memory.types import Memory, MemoryCandidate
 from engram.stores.memory.users import (
     UserStats,
     memories_steps,
@@ -35,6 +33,10 @@ from engram.stores.memory.users import (
 )
 from engram.stores.paths import default_checkpoint_path, default_data_dir
 from engram.stores.steps import run_steps
+
+if TYPE_CHECKING:  # loaded when used: each costs every command's start-up
+    from engram.graph.checkpoint import ThreadedSqliteSaver
+    from engram.stores.maintenance.types import MaintenanceReport
 
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
 DEFAULT_USER = "default"
@@ -72,6 +74,8 @@ class Backend:
     def checkpointer(self) -> ThreadedSqliteSaver | None:
         """The graph's checkpointer, opened on first use; None when there is no such file."""
         if self._saver is None and self.checkpoints.is_file():
+            from engram.graph.checkpoint import ThreadedSqliteSaver
+
             self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
         return self._saver
 
@@ -182,6 +186,14 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
         f"no memory {given!r} for user {user_id!r}; `engram memory list --user {user_id} --all` "
         "shows the ids"
     )
+
+
+def guess_candidate(text: str) -> MemoryCandidate | None:
+    """The offline rules' reading of `text` (`engram.nodes.extract.statement.guess_candidate`),
+    loaded on first use: the rules cost the other commands 0.4 s at start-up."""
+    from engram.nodes.extract.statement import guess_candidate as guess
+
+    return guess(text)
 
 
 # -- printing -------------------------------------------------------------------------------------
