@@ -134,15 +134,11 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         self, state: EngramAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Compact when the thresholds say so (`engram.nodes.compact`)."""
-        engram_runtime = self._runtime(runtime)
-        counter = counter_for_model(self.model_name)
-        if not should_compact(state, engram_runtime.context, counter):
-            return None
-        return await self._compact(state, engram_runtime)
+        return await self._compact_if_due(state, self._runtime(runtime))
 
     def before_model(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Sync `abefore_model`."""
-        return run_sync(self.abefore_model(state, runtime))
+        return run_sync(self._compact_if_due(state, self._runtime(runtime)))
 
     # -- wrap_model_call: recall and the budgeted context -------------------------------------
 
@@ -150,14 +146,14 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         self, request: ModelRequest, handler: AsyncModelHandler
     ) -> ModelResponse | ExtendedModelResponse:
         """Call the model on the context engram builds; record the build in the state."""
-        prepared = await self._prepare(request)
+        prepared = await self._prepare(request, self._runtime(request.runtime))
         return _with_update(await handler(prepared.request), prepared)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: ModelHandler
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync `awrap_model_call` (the model itself is called in the caller's thread)."""
-        prepared = run_sync(self._prepare(request))
+        prepared = run_sync(self._prepare(request, self._runtime(request.runtime)))
         return _with_update(handler(prepared.request), prepared)
 
     # -- after_agent: consolidation -----------------------------------------------------------
@@ -170,20 +166,28 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
 
     def after_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Sync `aafter_agent`."""
-        return run_sync(self.aafter_agent(state, runtime))
+        return run_sync(self._consolidate(state, self._runtime(runtime)))
 
     # -- helpers ------------------------------------------------------------------------------
 
     def _runtime(self, runtime: Runtime[Any]) -> Runtime[Context]:
-        """The runtime with engram's settings for this run as its context."""
+        """The runtime with engram's settings for this run as its context (resolved in the
+        caller's thread: the run's config is a context variable the background loop lacks)."""
         try:
             config = get_config()
         except RuntimeError:  # outside a runnable context
             config = None
         return runtime.override(context=context_for_run(runtime.context, self.defaults, config))
 
-    async def _prepare(self, request: ModelRequest) -> _Prepared:
-        runtime = self._runtime(request.runtime)
+    async def _compact_if_due(
+        self, state: EngramAgentState, runtime: Runtime[Context]
+    ) -> dict[str, Any] | None:
+        counter = counter_for_model(self.model_name)
+        if not should_compact(state, runtime.context, counter):
+            return None
+        return await self._compact(state, runtime)
+
+    async def _prepare(self, request: ModelRequest, runtime: Runtime[Context]) -> _Prepared:
         instructions = (
             request.system_message.text
             if request.system_message is not None

@@ -8,8 +8,7 @@ or to undo its creation: `engram.stores.memory.undo`), `category`, `content`, `i
 - `memory.created`: a new memory (a new value that supersedes an old one included);
 - `memory.updated`: an existing memory confirmed or merged with a new statement;
 - `memory.superseded`: an old value replaced by a new one (kept as history);
-- `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back;
-- `memory.deleted`: gone for good.
+- `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ MEMORY_UPDATED = "memory.updated"
 MEMORY_SUPERSEDED = "memory.superseded"
 MEMORY_FORGOTTEN = "memory.forgotten"
 MEMORY_RESTORED = "memory.restored"
-MEMORY_DELETED = "memory.deleted"
 
 QUIET_ACTIONS = ("unchanged", "dropped")
 """Write-policy outcomes that change nothing and are not announced."""

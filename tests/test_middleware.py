@@ -261,3 +261,15 @@ def test_the_agent_and_the_graph_give_the_model_the_same_input(tmp_path) -> None
     # message is then in the kept tail): the inputs agree up to the first compaction
     assert agent_inputs[:2] == graph_inputs[:2]
     assert graph_state["summary"] and agent_state["summary"]
+
+
+async def test_without_a_user_in_the_context_the_config_names_it(store, saver, run) -> None:
+    model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
+    agent = create_agent(model, middleware=[EngramMiddleware()], store=store, checkpointer=saver)
+    config = {"configurable": {"thread_id": str(uuid.uuid4()), "user_id": "gus"}}
+    await run(agent, {"messages": [HumanMessage("I prefer tabs over spaces")]}, config, None)
+    await run(agent, {"messages": [], "end_session": True}, config, None)
+    assert [i.value["content"] for i in store.search(("memories", "gus"))] == [
+        "I prefer tabs over spaces"
+    ]
+    assert store.search(("memories", "default")) == []
