@@ -14,6 +14,7 @@ from engram.stores.lazy import lazy_exports
 if TYPE_CHECKING:
     from engram.graph.builder import build_graph, compile_graph
     from engram.graph.middleware import EngramMiddleware
+    from engram.graph.tools import memory_tools
     from engram.nodes import BuiltContext, Context, EngramState
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "EngramState",
     "build_graph",
     "compile_graph",
+    "memory_tools",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -34,5 +36,6 @@ __getattr__, __dir__ = lazy_exports(
         "build_graph": "engram.graph.builder",
         "compile_graph": "engram.graph.builder",
         "EngramMiddleware": "engram.graph.middleware",
+        "memory_tools": "engram.graph.tools",
     },
 )
