@@ -1,6 +1,41 @@
-"""engram.graph: the compiled memory graph, its state and per-run settings."""
+"""engram.graph: the compiled memory graph, its state and per-run settings, and the same memory
+for `create_agent` agents (`EngramMiddleware`, `memory_tools`).
 
-from engram.graph.builder import build_graph, compile_graph
-from engram.nodes import BuiltContext, Context, EngramState
+Names are imported on first use, so that `engram memory ...` (which lives below this package)
+does not load the graph stack.
+"""
 
-__all__ = ["BuiltContext", "Context", "EngramState", "build_graph", "compile_graph"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engram.stores.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from engram.graph.builder import build_graph, compile_graph
+    from engram.graph.middleware import EngramMiddleware
+    from engram.graph.tools import memory_tools
+    from engram.nodes import BuiltContext, Context, EngramState
+
+__all__ = [
+    "BuiltContext",
+    "Context",
+    "EngramMiddleware",
+    "EngramState",
+    "build_graph",
+    "compile_graph",
+    "memory_tools",
+]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BuiltContext": "engram.nodes",
+        "Context": "engram.nodes",
+        "EngramState": "engram.nodes",
+        "build_graph": "engram.graph.builder",
+        "compile_graph": "engram.graph.builder",
+        "EngramMiddleware": "engram.graph.middleware",
+        "memory_tools": "engram.graph.tools",
+    },
+)

@@ -8,18 +8,17 @@ START ──▶ start ──▶ respond ──▶ (compaction edge) ──▶ co
 ```
 
 Nodes are `async def`. Each is registered with a thin sync twin that runs the same coroutine on
-one background event loop, so `graph.invoke` / `graph.stream` work as well as `ainvoke` /
-`astream`, with one copy of the logic (LangGraph refuses async-only nodes under sync `invoke`).
+one background event loop (`engram.graph.loop`), so `graph.invoke` / `graph.stream` work as well
+as `ainvoke` / `astream`, with one copy of the logic (LangGraph refuses async-only nodes under
+sync `invoke`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -32,6 +31,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.store.base import BaseStore
 
 from engram.graph.checkpoint import ThreadedSqliteSaver
+from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
 from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
@@ -43,7 +43,6 @@ from engram.stores.paths import default_checkpoint_path
 
 logger = logging.getLogger(__name__)
 
-T = TypeVar("T")
 Node = Callable[[EngramState, Runtime[Context]], Awaitable[dict[str, Any]]]
 
 
@@ -145,7 +144,7 @@ def _bridge(name: str, node: Node) -> RunnableLambda:
         return await node(state, _with_context(get_runtime()))
 
     def run(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
-        return _run_coroutine(node(state, _with_context(get_runtime())))
+        return run_sync(node(state, _with_context(get_runtime())))
 
     return RunnableLambda(run, afunc=arun, name=name)
 
@@ -153,19 +152,6 @@ def _bridge(name: str, node: Node) -> RunnableLambda:
 def _with_context(runtime: Runtime[Context]) -> Runtime[Context]:
     """Runs invoked without `context=` get the default `Context()`."""
     return runtime if runtime.context is not None else runtime.override(context=Context())
-
-
-def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run on the background loop from sync code; context variables (the run's config, so
-    callbacks and streaming) travel with the call."""
-    return asyncio.run_coroutine_threadsafe(coro, _background_loop()).result()
-
-
-@cache
-def _background_loop() -> asyncio.AbstractEventLoop:
-    loop = asyncio.new_event_loop()
-    threading.Thread(target=loop.run_forever, name="engram-graph-loop", daemon=True).start()
-    return loop
 
 
 @cache

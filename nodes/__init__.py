@@ -6,14 +6,21 @@ memory extractor (the LLM one and the offline rules); `summarize` and `compress`
 summary and compression model calls; `prompts`, `tokens`, `transcript` and `failures` serve them.
 """
 
-from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
-from engram.nodes.consolidate import make_consolidate
-from engram.nodes.context import Context
-from engram.nodes.respond import NoModelError, make_respond
-from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
-from engram.nodes.state import BuiltContext, EngramState
-from engram.nodes.summarize import make_summarizer
-from engram.nodes.tokens import TokenCounter, counter_for_model
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engram.stores.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
+    from engram.nodes.consolidate import make_consolidate
+    from engram.nodes.context import Context
+    from engram.nodes.respond import NoModelError, make_respond
+    from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
+    from engram.nodes.state import BuiltContext, EngramState
+    from engram.nodes.summarize import make_summarizer
+    from engram.nodes.tokens import TokenCounter, counter_for_model
 
 __all__ = [
     "Budget",
@@ -33,3 +40,25 @@ __all__ = [
     "make_summarizer",
     "should_compact",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "make_compact": "engram.nodes.compact",
+        "make_route_after_respond": "engram.nodes.compact",
+        "should_compact": "engram.nodes.compact",
+        "make_consolidate": "engram.nodes.consolidate",
+        "Context": "engram.nodes.context",
+        "NoModelError": "engram.nodes.respond",
+        "make_respond": "engram.nodes.respond",
+        "Budget": "engram.nodes.start",
+        "ContextOverflowError": "engram.nodes.start",
+        "build_context": "engram.nodes.start",
+        "make_start": "engram.nodes.start",
+        "BuiltContext": "engram.nodes.state",
+        "EngramState": "engram.nodes.state",
+        "make_summarizer": "engram.nodes.summarize",
+        "TokenCounter": "engram.nodes.tokens",
+        "counter_for_model": "engram.nodes.tokens",
+    },
+)

@@ -44,6 +44,8 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from engram.nodes.events import QUIET_ACTIONS as _QUIET
+from engram.nodes.events import announce_writes
 from engram.nodes.extract.llm import Extractor, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
@@ -58,10 +60,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-MEMORY_CREATED = "memory.created"
-MEMORY_UPDATED = "memory.updated"
-MEMORY_SUPERSEDED = "memory.superseded"
-
 WINDOW_MESSAGES = 10
 """Messages per extraction window (seed 003)."""
 WINDOW_TOKENS = 4000
@@ -72,9 +70,6 @@ MAX_PENDING = 200
 """Evicted messages kept for a retry at most (the short-term hard cap, seed 002)."""
 MAX_CONSOLIDATED_IDS = 1000
 """`consolidated_message_ids` keeps only ids still in the thread, and at most this many."""
-
-_QUIET = ("unchanged", "dropped")
-"""Write-policy outcomes that change nothing and are not announced."""
 
 Trigger = Literal["session_end", "eviction", "turns"]
 ConsolidateNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
@@ -161,7 +156,7 @@ def make_consolidate(
             results.extend(window_results)
             written.extend(ids)
 
-        _announce(runtime, ctx.user_id, results)
+        announce_writes(runtime.stream_writer, ctx.user_id, results)
         logger.info(
             "consolidated %d of %d messages (%s, %s extractor): %s",
             len(written), len(todo), trigger, extract.mode, _tally(results) or "nothing to remember",
@@ -286,33 +281,6 @@ def _unique(messages: list[BaseMessage]) -> list[BaseMessage]:
             if message.id is not None:
                 seen.add(message.id)
     return out
-
-
-def _announce(runtime: Runtime[Context], user_id: str, results: Sequence[WriteResult]) -> None:
-    """`memory.created` / `memory.updated` / `memory.superseded` on the custom stream."""
-    for result in results:
-        memory = result.memory
-        if memory is None or result.action in _QUIET:
-            continue
-        event = MEMORY_UPDATED if result.action in ("merged", "duplicate") else MEMORY_CREATED
-        runtime.stream_writer(_event(event, user_id, memory, action=result.action))
-        for old in result.superseded:
-            runtime.stream_writer(
-                _event(MEMORY_SUPERSEDED, user_id, old, action="superseded", superseded_by=memory.id)
-            )
-
-
-def _event(name: str, user_id: str, memory: Any, **extra: Any) -> dict[str, Any]:
-    return {
-        "event": name,
-        "user_id": user_id,
-        "memory_id": memory.id,
-        "category": memory.category,
-        "content": memory.content,
-        "importance": memory.importance,
-        "key": memory.key,
-        **extra,
-    }
 
 
 def _counts(results: Sequence[WriteResult]) -> dict[str, int]:

@@ -164,3 +164,28 @@ COMPRESSION_USER_PROMPT = """Category: {category}
 Compress them into 1 to 3 core memories."""
 """User prompt of the memory compressor: `{category}`, `{count}`, and `{memories}` (one numbered
 line per memory, with its importance)."""
+
+# --- memory tools (an agent's own memory management) --------------------------------------------
+
+SEARCH_MEMORY_TOOL_DESCRIPTION = """Search the user's long-term memories (preferences, facts,
+projects, lessons, skills, goals remembered from earlier conversations) for what is relevant now.
+Call it when the user refers to something from an earlier conversation that is not in the
+memories you were given. Returns the best matches as JSON, each with its id, best first."""
+"""Description of the `search_memory` tool (`engram.graph.tools`)."""
+
+REMEMBER_TOOL_DESCRIPTION = """Save a statement to the user's long-term memory now, worded as a
+self-contained sentence about the user (e.g. "The user prefers TypeScript's strict mode").
+Call it when the user explicitly asks you to remember something. Leave out passwords, keys and
+other secrets (they are removed anyway). A changed preference replaces the old one, which is
+kept as history; a repeated one is not saved twice. Returns what was saved, with its id."""
+"""Description of the `remember` tool (`engram.graph.tools`): seed 003's "remember this"."""
+
+FORGET_MEMORY_TOOL_DESCRIPTION = """Forget one of the user's long-term memories, by the id that
+`search_memory` or `remember` gave. Call it when the user asks you to forget something or says a
+memory is wrong. The memory is no longer recalled; it is kept, so the user can restore it."""
+"""Description of the `forget_memory` tool (`engram.graph.tools`)."""
+
+RESTORE_MEMORY_TOOL_DESCRIPTION = """Bring back a long-term memory of the user that was forgotten,
+by its id. Call it when the user asks you to remember again something they had you forget."""
+"""Description of the `restore_memory` tool (`engram.graph.tools`), not in `memory_tools()`'s
+default set."""

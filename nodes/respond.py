@@ -3,7 +3,8 @@
 The model input is rebuilt from the state and `BuiltContext` (system message with instructions,
 memories and summary; the included history; the current input; this turn's tool calls and
 results), so the checkpoint never stores a second copy of the messages. The reply — tool calls
-included, stamped with the time — is appended to `messages`. Under `stream_mode="messages"` its
+included, stamped with the time and the ids of the memories the model was given (its
+citations, `engram.nodes.transcript.CITATIONS_KEY`) — is appended to `messages`. Under `stream_mode="messages"` its
 tokens stream.
 """
 
@@ -17,7 +18,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from engram.nodes.start import model_input
-from engram.nodes.transcript import stamp_messages
+from engram.nodes.transcript import stamp_reply
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -48,6 +49,6 @@ def make_respond(
                 "(e.g. init_chat_model('openai:gpt-4o-mini')), or set ENGRAM_MODEL for Studio"
             )
         reply = await bound.ainvoke(model_input(state, runtime.context.system_prompt))
-        return {"messages": stamp_messages([reply]) or [reply]}
+        return {"messages": [stamp_reply(reply, state["built_context"]["memory_ids"])]}
 
     return respond

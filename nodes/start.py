@@ -137,44 +137,75 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
     preload_counters(model_name)
 
     async def start(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = runtime.context
-        messages = state["messages"]
-        cut = current_input_start(messages)
-        memories: list[ScoredMemory] = []
-        episodes: list[SearchItem] = []
-        failures: list[dict[str, str]] = []
-        if not ctx.incognito and runtime.store is not None:
-            try:
-                memories, episodes = await recall(runtime.store, ctx, recall_query(messages, cut))
-            except TimeoutError:
-                failures.append(
-                    record_failure(
-                        "recall", TimeoutError(f"no answer within {ctx.recall_timeout_ms} ms")
-                    )
-                )
-            except RECOVERABLE_ERRORS as exc:
-                failures.append(record_failure("recall", exc))
-        built = build_context(
-            messages,
-            cut=cut,
-            summary=state.get("summary", ""),
-            memories=memories,
-            episodes=episodes,
-            system_prompt=ctx.system_prompt,
-            budget=Budget.for_window(ctx.context_window or default_window),
-            counter=counter_for_model(model_name),
-            evicted_count=state.get("evicted_message_count", 0),
+        built, failures = await prepare_context(
+            state,
+            runtime.context,
+            runtime.store,
+            model_name=model_name,
+            window=runtime.context.context_window or default_window,
         )
-        stamped = stamp_messages(messages[cut:])
-        return {
-            **({"messages": stamped} if stamped else {}),
-            "built_context": built,
-            "turn": state.get("turn", 0) + 1,
-            "turns_since_consolidation": state.get("turns_since_consolidation", 0) + 1,
-            "failures": Overwrite(failures),
-        }
+        return {**begin_turn(state), "built_context": built, "failures": Overwrite(failures)}
 
     return start
+
+
+async def prepare_context(
+    state: EngramState,
+    ctx: Context,
+    store: BaseStore | None,
+    *,
+    model_name: str | None,
+    window: int,
+) -> tuple[BuiltContext, list[dict[str, str]]]:
+    """Recall for this turn's input and build its context (what `start` records), with the
+    failures it worked around (a recall that timed out or failed: the turn goes on without).
+
+    Args:
+        state: The thread's state; its messages end with this turn's input.
+        ctx: The run's settings.
+        store: Where memories and episodes are recalled from (None: no recall).
+        model_name: The answering model's name (picks the tiktoken encoding).
+        window: The answering model's context window in tokens.
+    """
+    messages = state["messages"]
+    cut = current_input_start(messages)
+    memories: list[ScoredMemory] = []
+    episodes: list[SearchItem] = []
+    failures: list[dict[str, str]] = []
+    if not ctx.incognito and store is not None:
+        try:
+            memories, episodes = await recall(store, ctx, recall_query(messages, cut))
+        except TimeoutError:
+            failures.append(
+                record_failure(
+                    "recall", TimeoutError(f"no answer within {ctx.recall_timeout_ms} ms")
+                )
+            )
+        except RECOVERABLE_ERRORS as exc:
+            failures.append(record_failure("recall", exc))
+    built = build_context(
+        messages,
+        cut=cut,
+        summary=state.get("summary", ""),
+        memories=memories,
+        episodes=episodes,
+        system_prompt=ctx.system_prompt,
+        budget=Budget.for_window(window),
+        counter=counter_for_model(model_name),
+        evicted_count=state.get("evicted_message_count", 0),
+    )
+    return built, failures
+
+
+def begin_turn(state: EngramState) -> dict[str, Any]:
+    """The bookkeeping of a new turn: its input stamped with the time, the turn counters up."""
+    messages = state["messages"]
+    stamped = stamp_messages(messages[current_input_start(messages) :])
+    return {
+        **({"messages": stamped} if stamped else {}),
+        "turn": state.get("turn", 0) + 1,
+        "turns_since_consolidation": state.get("turns_since_consolidation", 0) + 1,
+    }
 
 
 def build_context(

@@ -31,6 +31,10 @@ from engram.nodes.tokens import message_content
 TIMESTAMP_KEY = "timestamp"
 """The `additional_kwargs` field holding when a message was said (ISO 8601)."""
 
+CITATIONS_KEY = "memory_ids"
+"""The `additional_kwargs` field of a reply listing the long-term memories its model was given
+(seed 003's memory citations: "based on your preference ..."), absent when there were none."""
+
 
 def to_pending(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:
     """Messages as the dicts stored in `state["pending_extraction"]`."""
@@ -96,6 +100,22 @@ def stamp_messages(
         for m in messages
         if TIMESTAMP_KEY not in m.additional_kwargs
     ]
+
+
+def stamp_reply(reply: BaseMessage, memory_ids: Sequence[str] = ()) -> BaseMessage:
+    """A copy of the model's reply with its time (`stamp_messages`) and the ids of the memories
+    it was given (`CITATIONS_KEY`), the same id.
+
+    Example:
+        >>> reply = stamp_reply(AIMessage("Dark mode it is."), ["3f2c9a1e"])
+        >>> (reply.additional_kwargs["memory_ids"], "timestamp" in reply.additional_kwargs)
+        (['3f2c9a1e'], True)
+    """
+    reply = next(iter(stamp_messages([reply])), reply)
+    if not memory_ids:
+        return reply
+    cited = {**reply.additional_kwargs, CITATIONS_KEY: list(memory_ids)}
+    return reply.model_copy(update={"additional_kwargs": cited})
 
 
 def message_time(message: BaseMessage) -> datetime | None:

@@ -219,3 +219,11 @@ def compression_model() -> StructuredFakeChatModel:
     answer = {"content": "Compressed: the first three memories", "importance": 0.7,
               "replaces": [1, 2, 3]}
     return StructuredFakeChatModel(structured_responses=[{"memories": [answer]}])
+
+
+class ToolCallingChatModel(RecordingChatModel):
+    """A `RecordingChatModel` that accepts tools (`bind_tools` returns itself), so scripted
+    replies may call them (`AIMessage(tool_calls=[...])`)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingChatModel:  # type: ignore[override]
+        return self

@@ -12,6 +12,7 @@ app = typer.Typer(
     help="engram: a memory layer for LangGraph agents.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # plain help: no type noise, and 0.2 s less than rich's
 )
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")

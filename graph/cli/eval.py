@@ -20,6 +20,7 @@ app = typer.Typer(
     help="Run eval suites against the memory graph.",
     invoke_without_command=True,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 DEFAULT_OUT = Path("eval-out")

@@ -45,7 +45,11 @@ from engram.stores.memory.users import stats_steps
 from engram.stores.namespaces import journal_namespace
 from engram.stores.steps import run_steps
 
-app = typer.Typer(help="Inspect and manage a user's long-term memories.", no_args_is_help=True)
+app = typer.Typer(
+    help="Inspect and manage a user's long-term memories.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,6 +59,7 @@ User = Annotated[
         "--user",
         "-u",
         envvar="ENGRAM_USER",
+        metavar="USER",
         show_default=False,
         help=f"Whose memories (default: {DEFAULT_USER!r}, the graph's default user).",
     ),
@@ -64,6 +69,7 @@ Data = Annotated[
     str | None,
     typer.Option(
         "--data",
+        metavar="DIR|URL",
         show_default=False,
         help="Data folder, or a Chroma server URL http://host:port (default: "
         "$ENGRAM_CHROMA_URL, else $ENGRAM_DATA_DIR, else ./.engram).",

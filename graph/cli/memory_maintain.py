@@ -22,8 +22,6 @@ from engram.graph.cli.memory_support import (
     out,
     print_json,
 )
-from engram.graph.models import ModelSpecError, load_chat_model_option
-from engram.nodes.compress import make_compressor
 from engram.stores.maintenance.maintain import maintain as run_maintenance
 from engram.stores.maintenance.types import CompressedDraft, Compressor, MaintenanceSettings
 from engram.stores.memory.types import Memory
@@ -37,7 +35,7 @@ def maintain(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     max_memories: Annotated[
-        int, typer.Option(min=0, help="Active memories kept per user (seed 002); 0: no cap.")
+        int, typer.Option(min=0, help="Active memories kept per user; 0: no cap.")
     ] = 10_000,
     ttl: Annotated[
         list[str] | None,
@@ -62,7 +60,7 @@ def maintain(
     as_json: Json = False,
     data: Data = None,
 ) -> None:
-    """Forget what faded (seed 003), cap the count, expire TTLs, compress old memories."""
+    """Forget what faded (relevance decay), cap the count, expire TTLs, compress old memories."""
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
@@ -102,6 +100,10 @@ def _compressor(spec: str | None, *, dry_run: bool) -> Compressor | None:
     since a dry run calls no model (and so needs no API key)."""
     if spec and dry_run:
         return _UncalledCompressor(spec)
+    # imported here: chat model support costs every other command a second at start-up
+    from engram.graph.models import ModelSpecError, load_chat_model_option
+    from engram.nodes.compress import make_compressor
+
     try:
         memory_model = load_chat_model_option(spec, "--model")
     except ModelSpecError as exc:

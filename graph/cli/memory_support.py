@@ -16,7 +16,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from langgraph.store.base import BaseStore, IndexConfig
 from pydantic import ValidationError
@@ -25,9 +25,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.stores.chroma.store import ChromaStore, default_index
-from engram.stores.maintenance.types import MaintenanceReport
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.markdown import status_of
 from engram.stores.memory.types import Memory, MemoryCandidate
@@ -40,6 +38,10 @@ from engram.stores.memory.users import (
 from engram.stores.namespaces import check_user
 from engram.stores.paths import default_checkpoint_path, default_data_dir
 from engram.stores.steps import run_steps
+
+if TYPE_CHECKING:  # loaded when used: each costs every command's start-up
+    from engram.graph.checkpoint import ThreadedSqliteSaver
+    from engram.stores.maintenance.types import MaintenanceReport
 
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
 DEFAULT_USER = "default"
@@ -77,6 +79,8 @@ class Backend:
     def checkpointer(self) -> ThreadedSqliteSaver | None:
         """The graph's checkpointer, opened on first use; None when there is no such file."""
         if self._saver is None and self.checkpoints.is_file():
+            from engram.graph.checkpoint import ThreadedSqliteSaver
+
             self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
         return self._saver
 
@@ -227,40 +231,14 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
 
 
 def guess_candidate(text: str) -> MemoryCandidate | None:
-    """The offline extractor's reading of `text` (category, and a key for a single-valued
-    attribute), also for a third-person statement ("Alice prefers dark mode" is read as "I
-    prefer dark mode"); None when no rule recognises it."""
-    from engram.nodes.extract.rules import classify
+    """The offline rules' reading of `text` (`engram.nodes.extract.statement.guess_candidate`),
+    loaded on first use: the rules cost the other commands 0.4 s at start-up."""
+    from engram.nodes.extract.statement import guess_candidate as guess
 
-    found = classify(text)
-    if found is None and (rewritten := _first_person(text)):
-        found = classify(rewritten)
-    return found
-
-
-def _first_person(text: str) -> str | None:
-    match = _THIRD_PERSON.match(text.strip())
-    if match is None:
-        return None
-    verb = match["verb"]
-    if verb in _IRREGULAR:
-        verb = _IRREGULAR[verb]
-    elif verb.endswith("ies"):
-        verb = verb[:-3] + "y"
-    elif verb.endswith(("shes", "ches", "sses", "xes", "oes")):
-        verb = verb[:-2]
-    elif verb.endswith("s") and not verb.endswith("ss"):
-        verb = verb[:-1]
-    else:
-        return None
-    return f"I {verb}{match['rest']}"
+    return guess(text)
 
 
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_THIRD_PERSON = re.compile(
-    r"^(?:(?i:the user|user)|[A-Z][\w'-]*)\s+(?P<verb>[a-z]+)\b(?P<rest>.*)$", re.DOTALL
-)
-_IRREGULAR = {"is": "am", "has": "have", "does": "do"}
 
 
 # -- printing -------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ returns each document's content fingerprint, for a full comparison.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import re
 import sqlite3
@@ -35,9 +36,27 @@ from pathlib import Path
 from typing import Self
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 logger = logging.getLogger(__name__)
+
+
+def _bm25s_stopwords() -> tuple[str, ...]:
+    """bm25s' English stopword list, read from its `stopwords` module alone: importing it as
+    `bm25s.stopwords` runs bm25s' `__init__`, which loads scipy (0.7 s of every CLI start)."""
+    package = importlib.util.find_spec("bm25s")
+    if package is None or not package.submodule_search_locations:
+        raise ImportError("bm25s is not installed: pip install bm25s")
+    path = Path(package.submodule_search_locations[0]) / "stopwords.py"
+    spec = importlib.util.spec_from_file_location("_engram_bm25s_stopwords", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot read bm25s' stopwords from {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.STOPWORDS_EN_PLUS)
+
+
+STOPWORDS_EN_PLUS = _bm25s_stopwords()
+"""The default stopwords (bm25s' `STOPWORDS_EN_PLUS`)."""
 
 INDEX_FILE = "lexical.sqlite3"
 """File name of the index inside the folder given to `LexicalIndex`."""

@@ -1,0 +1,185 @@
+"""Start-up time of the `engram` command against `python -c "import chromadb"`.
+
+    python -m engram.graph.cli.bench [--repeats 15] [--json out.json]
+
+Every `engram memory` command opens a Chroma store, so `import chromadb` is its floor; the
+target is at most 1.3x that. Each repetition runs the contenders back to back as fresh
+processes, in rotating order, on a data folder with 50 memories of one user, and records each
+one's wall time and CPU time (user + system, from the kernel's accounting of the child). The
+ratio reported is the median of the per-repetition ratios, so load from other processes hits both
+sides of a pair alike. A second floor, `chromadb.PersistentClient` on the same folder, shows what
+Chroma itself costs a command that reads data ("cpu ÷ client").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+TARGET_RATIO = 1.3
+"""At most this many times the time of `import chromadb`."""
+
+BASELINE = "import chromadb"
+CLIENT = "import chromadb; PersistentClient(folder)"
+"""A second floor for commands that read data: Chroma's own client start-up on the folder."""
+
+
+def contenders(data: Path) -> dict[str, list[str]]:
+    """The commands timed, by label; the first is the baseline."""
+    engram = [sys.executable, "-c", "import sys; from engram.graph.cli import app; sys.exit(app())"]
+    return {
+        BASELINE: [sys.executable, "-c", "import chromadb"],
+        CLIENT: [
+            sys.executable,
+            "-c",
+            f"import chromadb; chromadb.PersistentClient(path={str(data / 'chroma')!r})",
+        ],
+        "engram memory list --user alice": [
+            *engram,
+            "memory",
+            "list",
+            "--user",
+            "alice",
+            "--data",
+            str(data),
+        ],
+        "engram memory --help": [*engram, "memory", "--help"],
+        "engram --help": [*engram, "--help"],
+    }
+
+
+def seed(data: Path, count: int = 50) -> None:
+    """A data folder with `count` memories of user alice, written as the CLI writes them."""
+    from engram.stores.chroma.store import ChromaStore, default_index
+    from engram.stores.embeddings import LocalEmbeddings
+    from engram.stores.memory.long_term import LongTermMemory
+    from engram.stores.memory.types import MemoryCandidate
+
+    store = ChromaStore(path=data / "chroma", index=default_index(LocalEmbeddings()))
+    try:
+        candidates = [
+            MemoryCandidate(
+                content=f"Alice noted fact number {i} about project {i % 7}", category="fact"
+            )
+            for i in range(count)
+        ]
+        LongTermMemory(store).upsert("alice", candidates)
+    finally:
+        store.close()
+
+
+def run(repeats: int) -> dict[str, Any]:
+    """Time the contenders `repeats` times each; returns the result as JSON-ready data."""
+    from engram.stores.bench import code_state
+
+    code = code_state()
+    with tempfile.TemporaryDirectory() as folder:
+        data = Path(folder)
+        seed(data)
+        commands = contenders(data)
+        names = list(commands)
+        env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+        for name in names:  # warm the file cache, check that each command works
+            _time(commands[name], env)
+        wall: dict[str, list[float]] = {n: [] for n in names}
+        cpu: dict[str, list[float]] = {n: [] for n in names}
+        for rep in range(repeats):
+            order = names[rep % len(names) :] + names[: rep % len(names)]
+            for name in order:
+                w, c = _time(commands[name], env)
+                wall[name].append(w)
+                cpu[name].append(c)
+    rows = []
+    for name in names:
+        wall_ratios = [w / b for w, b in zip(wall[name], wall[BASELINE], strict=True)]
+        cpu_ratios = [c / b for c, b in zip(cpu[name], cpu[BASELINE], strict=True)]
+        client_ratios = [c / b for c, b in zip(cpu[name], cpu[CLIENT], strict=True)]
+        rows.append(
+            {
+                "command": name,
+                "wall_p50_s": round(statistics.median(wall[name]), 3),
+                "cpu_p50_s": round(statistics.median(cpu[name]), 3),
+                "wall_ratio": round(statistics.median(wall_ratios), 3),
+                "cpu_ratio": round(statistics.median(cpu_ratios), 3),
+                "cpu_ratio_vs_client": round(statistics.median(client_ratios), 3),
+            }
+        )
+    return {
+        "benchmark": "engram command start-up against import chromadb",
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "repeats": repeats,
+        "code": code,
+        "rows": rows,
+        "target_ratio": TARGET_RATIO,
+        "target_met": all(
+            r["wall_ratio"] <= TARGET_RATIO and r["cpu_ratio"] <= TARGET_RATIO
+            for r in rows
+            if r["command"] not in (BASELINE, CLIENT)
+        ),
+    }
+
+
+def _time(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of `command` (which must succeed)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command)} failed ({done.returncode}): {done.stderr.decode()[-500:]}"
+        )
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, used
+
+
+def _table(result: dict[str, Any]) -> Table:
+    table = Table(title=f"{result['benchmark']} (target <= {TARGET_RATIO}x)")
+    columns = ("command", "wall p50 s", "cpu p50 s", "wall ratio", "cpu ratio", "cpu ÷ client")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "command" else "right")
+    for row in result["rows"]:
+        table.add_row(
+            row["command"],
+            f"{row['wall_p50_s']:.3f}",
+            f"{row['cpu_p50_s']:.3f}",
+            f"{row['wall_ratio']:.2f}",
+            f"{row['cpu_ratio']:.2f}",
+            f"{row['cpu_ratio_vs_client']:.2f}",
+        )
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15, help="runs of each command")
+    parser.add_argument("--json", type=Path, help="also write the JSON result to this file")
+    args = parser.parse_args(argv)
+    result = run(args.repeats)
+    Console(width=120).print(_table(result))
+    blob = json.dumps(result, indent=2)
+    print(blob)
+    if args.json:
+        args.json.write_text(blob + "\n")
+    return 0 if result["target_met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""`EngramMiddleware`: engram's memory for any LangChain `create_agent` agent.
+
+The hooks run the graph's own node logic (`engram.nodes`), so an agent and the graph remember
+alike:
+
+- `before_agent`: a run with `{"end_session": True}` skips the model and goes straight to
+  `after_agent` (the graph routes such a run to `consolidate`);
+- `before_model`: the compaction check and `compact` (incremental summary, an AI message with
+  tool calls kept with its results, evicted messages archived as episodes, `context.compacted`);
+- `wrap_model_call` / `awrap_model_call`: on a turn's first model call, `start`'s recall and
+  budgeted context (memory block, running summary, the history that fits); the model gets
+  what `respond` would send, and the record (`built_context`) goes into the agent's state.
+  The tool loop's later calls reuse that record, as `respond` does, unless a compaction
+  removed messages in between (then the context is built again, without counting a turn);
+- `after_agent`: `consolidate` (extraction every few turns, on eviction and at session end;
+  recall statistics; the thread registry), with its `memory.*` events.
+
+Settings are engram's `Context`: the run's context when the agent's `context_schema` is
+`Context`, else the middleware's defaults with the fields the app's context shares with it
+(`user_id`, `incognito`, ...; `engram.graph.run_context`). The store and the checkpointer are the
+agent's (`create_agent(store=..., checkpointer=...)`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    hook_config,
+)
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langgraph.config import get_config
+from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Overwrite
+
+from engram.graph.loop import run_sync
+from engram.graph.models import context_window_for, model_name_of
+from engram.graph.run_context import context_for_run
+from engram.nodes.compact import make_compact, should_compact
+from engram.nodes.consolidate import make_consolidate
+from engram.nodes.context import Context
+from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
+from engram.nodes.state import EngramState
+from engram.nodes.summarize import Summarizer
+from engram.nodes.tokens import counter_for_model
+from engram.nodes.transcript import stamp_reply
+
+ModelHandler = Callable[[ModelRequest], ModelResponse]
+AsyncModelHandler = Callable[[ModelRequest], Awaitable[ModelResponse]]
+
+
+class EngramAgentState(AgentState[Any], EngramState):  # type: ignore[misc]
+    """A `create_agent` agent's state with engram's fields (`EngramState`)."""
+
+    built_for_evictions: NotRequired[Annotated[int, PrivateStateAttr]]
+    """`evicted_message_count` when `built_context` was made: a compaction since makes the next
+    model call of the turn build the context again."""
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    request: ModelRequest
+    update: dict[str, Any]
+    memory_ids: list[str]
+
+
+class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
+    """Engram's memory for a `create_agent` agent: recall and the budgeted context around each
+    model call, compaction before it, consolidation after the run.
+
+    Args:
+        memory_model: Writes summaries and extracts memories; None uses the offline built-ins.
+        context: Default settings for runs whose context is not an engram `Context`.
+        model_name: The answering model's name, for compaction's token counts (the context
+            build counts with the request's own model).
+        summarizer: Replaces the summarizer `memory_model` would give.
+
+    Example:
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> model = GenericFakeChatModel(messages=iter(["Hello Alice."]))
+        >>> agent = create_agent(model, middleware=[EngramMiddleware()], store=InMemoryStore())
+        >>> out = agent.invoke({"messages": [("user", "hi")]}, context=Context(user_id="alice"))
+        >>> (out["messages"][-1].content, out["turn"])
+        ('Hello Alice.', 1)
+    """
+
+    state_schema = EngramAgentState
+
+    def __init__(
+        self,
+        *,
+        memory_model: BaseChatModel | None = None,
+        context: Context | None = None,
+        model_name: str | None = None,
+        summarizer: Summarizer | None = None,
+    ) -> None:
+        super().__init__()
+        self.tools = []
+        self.defaults = context if context is not None else Context()
+        self.model_name = model_name
+        self._compact = make_compact(memory_model, model_name=model_name, summarizer=summarizer)
+        self._consolidate = make_consolidate(memory_model)
+
+    # -- before_agent: a session end skips the model ------------------------------------------
+
+    @hook_config(can_jump_to=["end"])
+    def before_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Send a `{"end_session": True}` run straight to `after_agent` (the flag is written
+        again: it lasts one step)."""
+        return {"jump_to": "end", "end_session": True} if state.get("end_session") else None
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_agent(
+        self, state: EngramAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Async `before_agent`."""
+        return self.before_agent(state, runtime)
+
+    # -- before_model: compaction -------------------------------------------------------------
+
+    async def abefore_model(
+        self, state: EngramAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Compact when the thresholds say so (`engram.nodes.compact`)."""
+        return await self._compact_if_due(state, self._runtime(runtime))
+
+    def before_model(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Sync `abefore_model`."""
+        return run_sync(self._compact_if_due(state, self._runtime(runtime)))
+
+    # -- wrap_model_call: recall and the budgeted context -------------------------------------
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: AsyncModelHandler
+    ) -> ModelResponse | ExtendedModelResponse:
+        """Call the model on the context engram builds; record the build in the state."""
+        prepared = await self._prepare(request, self._runtime(request.runtime))
+        return _with_update(await handler(prepared.request), prepared)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: ModelHandler
+    ) -> ModelResponse | ExtendedModelResponse:
+        """Sync `awrap_model_call` (the model itself is called in the caller's thread)."""
+        prepared = run_sync(self._prepare(request, self._runtime(request.runtime)))
+        return _with_update(handler(prepared.request), prepared)
+
+    # -- after_agent: consolidation -----------------------------------------------------------
+
+    async def aafter_agent(
+        self, state: EngramAgentState, runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """Extract long-term memories when due (`engram.nodes.consolidate`)."""
+        return await self._consolidate(state, self._runtime(runtime))
+
+    def after_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Sync `aafter_agent`."""
+        return run_sync(self._consolidate(state, self._runtime(runtime)))
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _runtime(self, runtime: Runtime[Any]) -> Runtime[Context]:
+        """The runtime with engram's settings for this run as its context (resolved in the
+        caller's thread: the run's config is a context variable the background loop lacks)."""
+        try:
+            config = get_config()
+        except RuntimeError:  # outside a runnable context
+            config = None
+        return runtime.override(context=context_for_run(runtime.context, self.defaults, config))
+
+    async def _compact_if_due(
+        self, state: EngramAgentState, runtime: Runtime[Context]
+    ) -> dict[str, Any] | None:
+        counter = counter_for_model(self.model_name)
+        if not should_compact(state, runtime.context, counter):
+            return None
+        return await self._compact(state, runtime)
+
+    async def _prepare(self, request: ModelRequest, runtime: Runtime[Context]) -> _Prepared:
+        instructions = (
+            request.system_message.text
+            if request.system_message is not None
+            else runtime.context.system_prompt
+        )
+        ctx = replace(runtime.context, system_prompt=instructions)
+        state: dict[str, Any] = {**request.state, "messages": list(request.messages)}
+        messages = state["messages"]
+        fresh = not isinstance(messages[current_input_start(messages)], AIMessage)
+        evictions = state.get("evicted_message_count", 0)
+        update: dict[str, Any] = {}
+        if fresh or "built_context" not in state or state.get("built_for_evictions") != evictions:
+            built, failures = await prepare_context(
+                state,
+                ctx,
+                runtime.store,
+                model_name=model_name_of(request.model),
+                window=ctx.context_window or context_window_for(request.model),
+            )
+            update = {"built_context": built, "built_for_evictions": evictions}
+            if fresh:
+                update.update(begin_turn(state), failures=Overwrite(failures))
+            elif failures:
+                update["failures"] = failures
+            if "messages" in update:
+                state["messages"] = add_messages(messages, update["messages"])
+            state["built_context"] = built
+        system, *chosen = model_input(state, instructions)  # type: ignore[arg-type]
+        return _Prepared(
+            request.override(system_message=_as_system(system), messages=chosen),
+            update,
+            state["built_context"]["memory_ids"],
+        )
+
+
+def _as_system(message: BaseMessage) -> SystemMessage:
+    return message if isinstance(message, SystemMessage) else SystemMessage(message.content)
+
+
+def _with_update(
+    response: ModelResponse, prepared: _Prepared
+) -> ModelResponse | ExtendedModelResponse:
+    """The reply stamped with the time and its citations (as `respond` does), and the build's
+    record as a state update next to it."""
+    result = [
+        stamp_reply(m, prepared.memory_ids) if isinstance(m, AIMessage) else m
+        for m in response.result
+    ]
+    response = ModelResponse(result=result, structured_response=response.structured_response)
+    if not prepared.update:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=prepared.update))

@@ -1,0 +1,67 @@
+"""The `memory.*` events on LangGraph's custom stream (seed 003 §8.2), for apps to follow what
+engram remembers (`stream_mode="custom"`).
+
+Every event is a dict with `event`, `user_id`, `memory_id` (what an app needs to show the memory,
+or to undo its creation: `engram.stores.memory.undo`), `category`, `content`, `importance` and
+`key`, plus `action` and, for a superseded memory, `superseded_by`:
+
+- `memory.created`: a new memory (a new value that supersedes an old one included);
+- `memory.updated`: an existing memory confirmed or merged with a new statement;
+- `memory.superseded`: an old value replaced by a new one (kept as history);
+- `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from engram.stores.memory.types import Memory, WriteResult
+
+MEMORY_CREATED = "memory.created"
+MEMORY_UPDATED = "memory.updated"
+MEMORY_SUPERSEDED = "memory.superseded"
+MEMORY_FORGOTTEN = "memory.forgotten"
+MEMORY_RESTORED = "memory.restored"
+
+QUIET_ACTIONS = ("unchanged", "dropped")
+"""Write-policy outcomes that change nothing and are not announced."""
+
+Writer = Callable[[Any], None]
+
+
+def memory_event(name: str, user_id: str, memory: Memory, **extra: Any) -> dict[str, Any]:
+    """One event about `memory`.
+
+    Example:
+        >>> m = Memory.new("Prefers tea", "preference", 0.9, now="2026-01-01T00:00:00+00:00")
+        >>> e = memory_event(MEMORY_FORGOTTEN, "alice", m)
+        >>> (e["event"], e["memory_id"] == m.id, e["content"])
+        ('memory.forgotten', True, 'Prefers tea')
+    """
+    return {
+        "event": name,
+        "user_id": user_id,
+        "memory_id": memory.id,
+        "category": memory.category,
+        "content": memory.content,
+        "importance": memory.importance,
+        "key": memory.key,
+        **extra,
+    }
+
+
+def announce_writes(writer: Writer, user_id: str, results: Sequence[WriteResult]) -> None:
+    """`memory.created` / `memory.updated` / `memory.superseded` for what the write policy did."""
+    for result in results:
+        memory = result.memory
+        if memory is None or result.action in QUIET_ACTIONS:
+            continue
+        event = MEMORY_UPDATED if result.action in ("merged", "duplicate") else MEMORY_CREATED
+        writer(memory_event(event, user_id, memory, action=result.action))
+        for old in result.superseded:
+            writer(
+                memory_event(
+                    MEMORY_SUPERSEDED, user_id, old, action="superseded", superseded_by=memory.id
+                )
+            )
