@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 INDEX_FILE = "lexical.sqlite3"
 """File name of the index inside the folder given to `LexicalIndex`."""
+BUSY_TIMEOUT_SECONDS = 60.0
+"""How long a write waits for another process's write to the same index file."""
 
 # Han ideographs (with extension A and compatibility forms), Japanese kana: written without spaces.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -170,7 +172,9 @@ class LexicalIndex:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             target = str(self.path)
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS
+        )
         if not _has_fts5(self._db):
             self._db.close()
             raise RuntimeError(
