@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,32 @@ def test_graph_app_and_memory_add_side_by_side(env, monkeypatch):
     assert (
         "tidepool" in contents
     )  # the app's consolidations were kept too  # the app's consolidations were kept too
+
+
+def test_a_process_killed_while_holding_the_folder_lets_the_others_go_on(env, monkeypatch):
+    monkeypatch.setenv("ENGRAM_DATA_DIR", env["ENGRAM_DATA_DIR"])
+    store = make_store()
+    store.put(NAMESPACE, "before", {"content": "written before the crash"})
+    holder = start(env, "-c", HOLD_AND_HANG)
+    assert holder.stdout is not None
+    assert holder.stdout.readline().strip() == "holding"  # it wrote, then hangs with the lock
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+
+    store.put(NAMESPACE, "after", {"content": "written after the crash"})  # the lock is free
+    assert {i.key for i in store.search(NAMESPACE, query="written during the crash")} == {
+        "before",
+        "during",
+        "after",
+    }  # and its write, made before the kill, is seen: this process reloaded
+
+
+HOLD_AND_HANG = """
+import time
+from engram.stores.chroma.store import make_store
+store = make_store()
+with store._folder.hold():
+    store.put(("shared", "items"), "during", {"content": "written during the crash"})
+    print("holding", flush=True)
+    time.sleep(600)
+"""
