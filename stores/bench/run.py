@@ -354,4 +354,3 @@ def _table(title: str, rows: list[Row]) -> Table:
     for row in rows:
         table.add_row(*(str(row.get(column, "")) for column in columns))
     return table
-

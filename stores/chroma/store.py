@@ -233,9 +233,7 @@ class ChromaStore(BaseStore):
             if not expired["ids"]:
                 return 0
             self._folder.writing()
-            return self._writer.delete_expired(
-                now, dict(zip(expired["ids"], expired["metadatas"]))
-            )
+            return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
