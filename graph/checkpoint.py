@@ -6,6 +6,10 @@ created inside a running event loop and bound to it. An app that embeds the grap
 methods run the sync ones in a worker thread (SQLite calls are short and `SqliteSaver` already
 serialises them with a lock).
 
+Several processes may share the file (app workers, `langgraph dev`, `engram memory`): it is in
+WAL mode from the first connection on (readers never wait for a writer), and a writer waits up to
+`BUSY_TIMEOUT_SECONDS` for another process's write instead of failing with "database is locked".
+
 Example:
     >>> saver = ThreadedSqliteSaver.from_path(":memory:")
     >>> import asyncio
@@ -30,6 +34,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+BUSY_TIMEOUT_SECONDS = 60.0
+"""How long a checkpoint write waits for another process's write to the same file."""
+
 
 class ThreadedSqliteSaver(SqliteSaver):
     """A `SqliteSaver` whose async methods run its sync ones in a worker thread."""
@@ -41,9 +48,12 @@ class ThreadedSqliteSaver(SqliteSaver):
         Args:
             path: The SQLite file, or ":memory:".
         """
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return cls(sqlite3.connect(str(path), check_same_thread=False))
+        if str(path) == ":memory:":
+            return cls(sqlite3.connect(":memory:", check_same_thread=False))
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=BUSY_TIMEOUT_SECONDS)
+        conn.execute("PRAGMA journal_mode=WAL")
+        return cls(conn)
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)

@@ -6,6 +6,7 @@ import asyncio
 
 from engram.graph import bench as graph_bench
 from engram.stores.bench import run as stores_bench
+from engram.stores.bench.processes import bench_processes
 from engram.stores.bench.store import CONTENDERS, bench_store
 
 
@@ -26,6 +27,20 @@ def test_store_section_compares_the_same_searches_side_by_side() -> None:
         # the Chroma contenders find InMemoryStore's exact top 10: they do the same search
         found = [float(x) for x in row["exact_top10_found"].split("/")]
         assert all(f >= 9.5 for f in found), row
+
+
+def test_processes_section_measures_the_lock_and_a_reload_side_by_side() -> None:
+    rows = bench_processes((500,))
+    assert [(r["items"], r["measure"].split(",")[0], r["calls"]) for r in rows] == [
+        (560, "single put", 60),
+        (500, "batched put (500 items)", 10),
+        (560, "search top-10", 60),
+        (560, "search after another process's write (reload)", 15),
+    ]
+    for row in rows:
+        assert row["with"] > 0 and row["without"] > 0 and row["ratio"] > 0
+    verdicts = stores_bench.targets({"processes": rows})
+    assert [v["n"] for v in verdicts] == [560, 500, 560]  # the reload has no target
 
 
 def test_targets_are_judged_from_the_measured_ratios() -> None:

@@ -13,6 +13,10 @@ Sections:
   namespace, and across all users) at 1k, 10k and 50k items (see `engram.stores.bench.store`).
   Targets: ChromaStore <= 1.25x raw chromadb for search and batched put; search at 50k items
   faster than `InMemoryStore`.
+- ``processes``: what sharing a data folder between processes costs: `ChromaStore` with its
+  folder lock vs without it (single put, batched put, search), and a search that first reloads
+  what another process wrote, at the store sizes up to 10k (see
+  `engram.stores.bench.processes`). Target: with the lock <= 1.05x without.
 - ``embeddings``: `LocalEmbeddings` vs chromadb's `DefaultEmbeddingFunction` (used the way Chroma
   calls it: a fresh `ONNXMiniLM_L6_V2` per call) and vs one reused `ONNXMiniLM_L6_V2` instance
   (to show what is left once model loading is out of the picture), on short texts (20-40 word
@@ -61,6 +65,9 @@ from engram.stores.embeddings import LocalEmbeddings, resolve_model_dir
 Row = dict[str, Any]
 MAX_STORE_OVERHEAD = 1.25
 MIN_EMBED_SPEEDUP = 4.0
+MAX_LOCK_OVERHEAD = 1.05
+MAX_PROCESSES_SIZE = 10_000
+"""The ``processes`` section runs at the store sizes up to this one."""
 _CODE_FOLDERS = ("stores", "nodes", "graph")
 
 
@@ -137,7 +144,20 @@ def _store_section(settings: BenchSettings) -> list[Row]:
     return bench_store(settings.store_sizes, settings.seed)
 
 
-SECTIONS: dict[str, Section] = {"store": _store_section, "embeddings": bench_embeddings}
+def _processes_section(settings: BenchSettings) -> list[Row]:
+    from engram.stores.bench.processes import bench_processes
+
+    return bench_processes(
+        tuple(s for s in settings.store_sizes if s <= MAX_PROCESSES_SIZE) or (1_000,),
+        settings.seed,
+    )
+
+
+SECTIONS: dict[str, Section] = {
+    "store": _store_section,
+    "processes": _processes_section,
+    "embeddings": bench_embeddings,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,6 +234,17 @@ def targets(results: dict[str, list[Row]]) -> list[Row]:
                     row["items"],
                     row["x_vs_in_memory"],
                     row["x_vs_in_memory"] < 1,
+                )
+            )
+    for row in results.get("processes", []):
+        if "reload" not in row["measure"]:
+            verdicts.append(
+                _verdict(
+                    f"ChromaStore {row['measure'].split(',')[0]} with the folder lock "
+                    f"<= {MAX_LOCK_OVERHEAD}x without",
+                    row["items"],
+                    row["ratio"],
+                    row["ratio"] <= MAX_LOCK_OVERHEAD,
                 )
             )
     for row in results.get("embeddings", []):
@@ -323,4 +354,3 @@ def _table(title: str, rows: list[Row]) -> Table:
     for row in rows:
         table.add_row(*(str(row.get(column, "")) for column in columns))
     return table
-

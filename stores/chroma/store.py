@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 import chromadb
 import chromadb.errors
 from chromadb.api import ClientAPI
+from chromadb.api.models.Collection import Collection
 from chromadb.config import DEFAULT_DATABASE, DEFAULT_TENANT
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -45,7 +46,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores.chroma import metadata as md
-from engram.stores.chroma import plan, purge, relabel, upgrade
+from engram.stores.chroma import plan, process_lock, purge, relabel, upgrade
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
 from engram.stores.chroma.purge import PurgeReport
 from engram.stores.chroma.search import hybrid_search, nearest
@@ -114,11 +115,12 @@ class ChromaStore(BaseStore):
         _check_collection_name(collection)
         self.client = client
         self.collection_name = collection
-        self._items = client.get_or_create_collection(
-            collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
-        )
         self._max_batch = client.get_max_batch_size()
-        upgrade.upgrade(self._items, self._max_batch)
+        self._folder = process_lock.folder_lock_for(client, self._reopen)
+        with self._folder.hold():
+            self._items = self._open_collection(client)
+            if upgrade.upgrade(self._items, self._max_batch):
+                self._folder.writing()
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = plan.index_fields(index.get("fields")) if index else None
@@ -204,18 +206,17 @@ class ChromaStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         batch = plan.plan(ops, self._fields)
-        self._read_replaced(batch)
+        read_at = self._read_replaced_held(batch)
         texts = batch.flat_texts()
         doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
         query_vectors = {
             q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings
         }
-        return self._execute(batch, doc_vectors, query_vectors)
+        return self._execute(batch, doc_vectors, query_vectors, read_at=read_at)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         batch = plan.plan(ops, self._fields)
-        if batch.puts:
-            await asyncio.to_thread(self._read_replaced, batch)
+        read_at = await asyncio.to_thread(self._read_replaced_held, batch) if batch.puts else None
         texts = batch.flat_texts()
         doc_vectors: list[list[float]] = []
         query_vectors: dict[str, list[float]] = {}
@@ -226,7 +227,7 @@ class ChromaStore(BaseStore):
             vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
             query_vectors = dict(zip(queries, vectors))
         return await asyncio.to_thread(
-            self._execute, batch, doc_vectors, query_vectors, self.async_write_chunk
+            self._execute, batch, doc_vectors, query_vectors, self.async_write_chunk, read_at
         )
 
     # -- TTL -----------------------------------------------------------------------------------
@@ -234,10 +235,12 @@ class ChromaStore(BaseStore):
     def sweep_ttl(self) -> int:
         """Delete every expired item and its vectors; returns how many items were deleted."""
         now = time.time()
-        expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
-        if not expired["ids"]:
-            return 0
-        return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
+        with self._folder.hold():
+            expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
+            if not expired["ids"]:
+                return 0
+            self._folder.writing()
+            return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
@@ -309,6 +312,23 @@ class ChromaStore(BaseStore):
         doc_vectors: list[list[float]],
         query_vectors: dict[str, list[float]],
         write_chunk: int | None = None,
+        read_at: bytes | None = None,
+    ) -> list[Result]:
+        """Run the batch holding the data folder (`process_lock`); `read_at` is the folder's
+        generation when the batch read the items its puts replace."""
+        with self._folder.hold() as generation:
+            if batch.puts:
+                if generation != read_at:
+                    doc_vectors = self._read_replaced_again(batch, doc_vectors)
+                self._folder.writing()
+            return self._execute_held(batch, doc_vectors, query_vectors, write_chunk)
+
+    def _execute_held(
+        self,
+        batch: plan.Plan,
+        doc_vectors: list[list[float]],
+        query_vectors: dict[str, list[float]],
+        write_chunk: int | None = None,
     ) -> list[Result]:
         results: list[Result] = [None] * batch.size
         now = time.time()
@@ -344,6 +364,7 @@ class ChromaStore(BaseStore):
         for i, op in batch.list_ops:
             results[i] = self._list_namespaces(op, now)
         if refresh:
+            self._folder.writing()
             ids = list(refresh)
             for chunk in self._chunks(ids):
                 self._items.update(
@@ -354,6 +375,44 @@ class ChromaStore(BaseStore):
                 batch, self._vectors_by_item(batch, doc_vectors), now, write_chunk
             )
         return results
+
+    def _read_replaced_held(self, batch: plan.Plan) -> bytes | None:
+        """`_read_replaced` holding the data folder; returns its generation then."""
+        if not batch.puts:
+            return None
+        with self._folder.hold() as generation:
+            self._read_replaced(batch)
+        return generation
+
+    def _read_replaced_again(
+        self, batch: plan.Plan, doc_vectors: list[list[float]]
+    ) -> list[list[float]]:
+        """Another write came between the batch's read of the items it replaces and now: read
+        them again, embed the texts of items whose vectors can no longer be kept, and return
+        the vectors of the texts the batch now embeds (`plan.Plan.flat_texts`)."""
+        vectors = self._vectors_by_item(batch, doc_vectors)
+        batch.previous.clear()
+        batch.reused.clear()
+        self._read_replaced(batch)
+        missing = [i for i in batch.texts if i not in batch.reused and i not in vectors]
+        if missing and self.embeddings is not None:
+            texts = [t for i in missing for t in batch.texts[i]]
+            embedded = iter(self.embeddings.embed_documents(texts))
+            vectors.update({i: [next(embedded) for _ in batch.texts[i]] for i in missing})
+        return [v for i in batch.texts if i not in batch.reused for v in vectors[i]]
+
+    def _reopen(self) -> None:
+        """Another process changed the data folder: read the collection afresh from disk."""
+        self.client = process_lock.reopen_client(self.client)
+        self._items = self._open_collection(self.client)
+        self._writer.collection = self._items
+        if self.lexical is not None:
+            self.lexical.collection = self._items
+
+    def _open_collection(self, client: ClientAPI) -> Collection:
+        return client.get_or_create_collection(
+            self.collection_name, embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
 
     def _read_replaced(self, batch: plan.Plan) -> None:
         """Read the metadata of the items the batch's puts replace, before anything is embedded:

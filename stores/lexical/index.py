@@ -60,6 +60,8 @@ STOPWORDS_EN_PLUS = _bm25s_stopwords()
 
 INDEX_FILE = "lexical.sqlite3"
 """File name of the index inside the folder given to `LexicalIndex`."""
+BUSY_TIMEOUT_SECONDS = 60.0
+"""How long a write waits for another process's write to the same index file."""
 
 # Han ideographs (with extension A and compatibility forms), Japanese kana: written without spaces.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -191,7 +193,9 @@ class LexicalIndex:
         self._lock = threading.RLock()
         self._shrunk: set[str] = set()
         """Scopes that lost documents since the last `scrub`."""
-        self._db = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+        self._db = sqlite3.connect(
+            target, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_SECONDS
+        )
         if not _has_fts5(self._db):
             self._db.close()
             raise RuntimeError(
