@@ -281,16 +281,21 @@ class ChromaStore(BaseStore):
         segments and write-ahead log (`engram.stores.chroma.purge`). On a Chroma server only the
         local BM25 index is scrubbed: the server's files are its operator's (README).
 
+        It holds the data folder like any write (`process_lock`), so no other process writes
+        vectors while their files are scrubbed, and the others reload afterwards.
+
         Raises:
             sqlite3.OperationalError: Another process kept `chroma.sqlite3` locked for 30 s.
         """
         report = PurgeReport()
         settings = self.client.get_settings()
         embedded = settings.is_persistent and not settings.chroma_server_host
-        if embedded and settings.persist_directory:
-            report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
-        if self.lexical is not None:
-            self.lexical.index.scrub()
+        with self._folder.hold():
+            self._folder.writing()
+            if embedded and settings.persist_directory:
+                report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
+            if self.lexical is not None:
+                self.lexical.index.scrub()
         return report
 
     async def apurge_deleted(self) -> PurgeReport:
