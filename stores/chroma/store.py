@@ -46,6 +46,7 @@ from langgraph.store.base import (
 
 from engram.stores.chroma import metadata as md
 from engram.stores.chroma import plan, upgrade
+from engram.stores.chroma.awaitable import AwaitableBool, AwaitableInt
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
 from engram.stores.chroma.search import hybrid_search, nearest
 from engram.stores.chroma.write import ChromaWriter
@@ -224,18 +225,26 @@ class ChromaStore(BaseStore):
 
     # -- TTL -----------------------------------------------------------------------------------
 
-    def sweep_ttl(self) -> int:
-        """Delete every expired item and its vectors; returns how many items were deleted."""
+    def sweep_ttl(self) -> AwaitableInt:
+        """Delete every expired item and its vectors; returns how many items were deleted.
+
+        The count can also be awaited (`await store.sweep_ttl()`, as with langgraph's async
+        stores); the sweep itself has run by then."""
         now = time.time()
         expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
         if not expired["ids"]:
-            return 0
-        return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
+            return AwaitableInt(0)
+        return AwaitableInt(
+            self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
+        )
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> AwaitableBool:
+        """Sweep expired items periodically in a daemon thread (default: every 5 minutes).
+
+        Returns whether a sweeper runs (True); awaitable like langgraph's async stores' method.
+        """
         if self._sweeper and self._sweeper.is_alive():
-            return
+            return AwaitableBool(True)
         interval = (
             sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
         )
@@ -251,17 +260,19 @@ class ChromaStore(BaseStore):
 
         self._sweeper = threading.Thread(target=loop, name="engram-ttl-sweeper", daemon=True)
         self._sweeper.start()
+        return AwaitableBool(True)
 
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; returns whether it stopped within `timeout` seconds."""
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> AwaitableBool:
+        """Stop the sweeper thread; returns whether it stopped within `timeout` seconds
+        (awaitable like langgraph's async stores' method)."""
         if not self._sweeper:
-            return True
+            return AwaitableBool(True)
         self._stop_sweeping.set()
         self._sweeper.join(timeout)
         stopped = not self._sweeper.is_alive()
         if stopped:
             self._sweeper = None
-        return stopped
+        return AwaitableBool(stopped)
 
     def close(self) -> None:
         """Stop background work and close the lexical index this store opened. The Chroma
@@ -379,7 +390,7 @@ class ChromaStore(BaseStore):
             hits, exhausted = self._nearest_page(op, query_vector, _POST_FILTER * wanted, [], now)
             if exhausted or len(hits) >= op.limit:
                 return hits
-        n = wanted
+        n = wanted + 1  # one beyond the page: the last of a pool may tie with records beyond
         while True:
             hits, exhausted = self._nearest_page(op, query_vector, n, where, now)
             if exhausted or len(hits) >= op.limit:
@@ -407,7 +418,7 @@ class ChromaStore(BaseStore):
             now=now,
             read=n <= _READ_WITH_QUERY,
         )
-        ranked = sorted(scores, key=scores.__getitem__, reverse=True)
+        ranked = _settled_ranking(scores, exhausted)
         known = {i: (_item(meta), meta) for i, meta in records.items()}
         return self._page(ranked, scores, op, now, known), exhausted
 
@@ -526,6 +537,17 @@ def _note_refresh(
 ) -> None:
     if (minutes := _record(meta).ttl_minutes) is not None:
         refresh[item_id] = now + float(minutes) * 60
+
+
+def _settled_ranking(scores: dict[str, float], exhausted: bool) -> list[str]:
+    """Item ids best first, equal scores by id, so that pages of any size agree. Unless the
+    records ran out, the items tied with the pool's last score are left out: records beyond the
+    pool may share that score, and which of them Chroma returned is arbitrary."""
+    ranked = sorted(scores, key=lambda item_id: (-scores[item_id], item_id))
+    if exhausted or not ranked:
+        return ranked
+    floor = scores[ranked[-1]]
+    return [item_id for item_id in ranked if scores[item_id] > floor]
 
 
 def _timestamp(value: float) -> datetime:
