@@ -7,13 +7,12 @@ each further vector is a record `<item id>:<n>` of the same collection
 A BM25 index beside the collection mirrors the embedded texts and answers the lexical half of
 `HybridSearchOp` (`engram.stores.chroma.mirror`, `engram.stores.chroma.search`). Only
 `batch`/`abatch` are implemented: every public method of `BaseStore` builds ops and calls them.
-Both share one plan (pure) and one Chroma execution; only the embedding calls differ between
-sync and async.
+Both queue their ops with the other calls in flight (`engram.stores.chroma.coalesce`), which
+run together as one plan (pure) and one Chroma execution in a drain thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -47,6 +46,7 @@ from langgraph.store.base import (
 from engram.stores.chroma import metadata as md
 from engram.stores.chroma import plan, upgrade
 from engram.stores.chroma.awaitable import AwaitableBool, AwaitableInt
+from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
 from engram.stores.chroma.search import hybrid_search, nearest
 from engram.stores.chroma.write import ChromaWriter
@@ -143,6 +143,7 @@ class ChromaStore(BaseStore):
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
         )
+        self._coalescer = Coalescer(self._run_batch)
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
@@ -197,31 +198,23 @@ class ChromaStore(BaseStore):
     # -- BaseStore -----------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._coalescer.call(list(ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._coalescer.acall(list(ops))
+
+    def _run_batch(self, ops: list[Op], from_async: bool = False) -> list[Result]:
+        """One batch against Chroma (the coalescer's combined batches come here); with
+        `from_async`, writes go in `async_write_chunk` records per call."""
         batch = plan.plan(ops, self._fields)
         self._read_replaced(batch)
         texts = batch.flat_texts()
         doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
         query_vectors = {
-            q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings
+            q: self.embeddings.embed_query(q) for q in sorted(batch.queries) if self.embeddings
         }
-        return self._execute(batch, doc_vectors, query_vectors)
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        batch = plan.plan(ops, self._fields)
-        if batch.puts:
-            await asyncio.to_thread(self._read_replaced, batch)
-        texts = batch.flat_texts()
-        doc_vectors: list[list[float]] = []
-        query_vectors: dict[str, list[float]] = {}
-        if self.embeddings and texts:
-            doc_vectors = await self.embeddings.aembed_documents(texts)
-        if self.embeddings and batch.queries:
-            queries = sorted(batch.queries)
-            vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
-            query_vectors = dict(zip(queries, vectors))
-        return await asyncio.to_thread(
-            self._execute, batch, doc_vectors, query_vectors, self.async_write_chunk
-        )
+        write_chunk = self.async_write_chunk if from_async else None
+        return self._execute(batch, doc_vectors, query_vectors, write_chunk)
 
     # -- TTL -----------------------------------------------------------------------------------
 
