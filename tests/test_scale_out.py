@@ -257,3 +257,30 @@ def test_a_write_from_another_machine_is_found_by_both_channels_on_the_next_sear
     assert [h.item.key for h in hits] == ["hello"]
     for store in stores:
         store.close()
+
+
+def test_compile_graph_and_the_cli_take_the_postgres_url_from_an_argument_or_the_environment(
+    postgres_url, tmp_path, monkeypatch
+):
+    from langchain_core.messages import HumanMessage
+    from langgraph.store.memory import InMemoryStore
+
+    from engram.graph import compile_graph
+    from engram.graph.cli.memory_support import Backend
+    from engram.graph.postgres import ThreadedPostgresSaver
+
+    thread = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    from fakes import RecordingChatModel
+
+    graph = compile_graph(RecordingChatModel(messages=iter(["hi"])), store=InMemoryStore(), postgres_url=postgres_url)
+    assert isinstance(graph.checkpointer, ThreadedPostgresSaver)
+    graph.invoke({"messages": [HumanMessage("remember this thread")]}, thread)
+    monkeypatch.setenv("ENGRAM_POSTGRES_URL", postgres_url)
+    from_env = compile_graph(RecordingChatModel(messages=iter([])), store=InMemoryStore())
+    assert [m.content for m in from_env.get_state(thread).values["messages"]] == ["remember this thread", "hi"]
+    backend = Backend(store=None, where="test", checkpoints=tmp_path / "absent.sqlite")  # type: ignore[arg-type]
+    assert isinstance(backend.checkpointer(), ThreadedPostgresSaver)
+    backend._saver.close()
+    monkeypatch.setenv("ENGRAM_POSTGRES_URL", "postgresql://engram:secret@127.0.0.1:1/none")
+    with pytest.raises(ConnectionError, match=r"engram:\*\*\*@127\.0\.0\.1:1/none"):
+        compile_graph(RecordingChatModel(messages=iter([])), store=InMemoryStore())

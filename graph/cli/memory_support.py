@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engram.graph.checkpoint import ThreadedSqliteSaver
+from engram.graph.postgres import ThreadedPostgresSaver, postgres_url_from_env
 from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.maintenance.types import MaintenanceReport
 from engram.stores.memory.long_term import LongTermMemory
@@ -68,20 +69,27 @@ class Backend:
     """The data folder or server URL, for messages."""
     checkpoints: Path
     """The graph's SQLite checkpointer file (threads and running summaries)."""
-    _saver: ThreadedSqliteSaver | None = field(default=None, init=False, repr=False)
+    _saver: ThreadedSqliteSaver | ThreadedPostgresSaver | None = field(
+        default=None, init=False, repr=False
+    )
 
-    def checkpointer(self) -> ThreadedSqliteSaver | None:
-        """The graph's checkpointer, opened on first use; None when there is no such file."""
-        if self._saver is None and self.checkpoints.is_file():
+    def checkpointer(self) -> ThreadedSqliteSaver | ThreadedPostgresSaver | None:
+        """The graph's checkpointer, opened on first use: PostgreSQL when
+        `$ENGRAM_POSTGRES_URL` is set, else the SQLite file (None when there is no such file)."""
+        if self._saver is None and (url := postgres_url_from_env()):
+            self._saver = ThreadedPostgresSaver.from_url(url)
+        elif self._saver is None and self.checkpoints.is_file():
             self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
         return self._saver
 
     def close(self) -> None:
         """Close the store and, if it was opened, the checkpointer."""
         self.store.close()
-        if self._saver is not None:
+        if isinstance(self._saver, ThreadedPostgresSaver):
+            self._saver.close()
+        elif self._saver is not None:
             self._saver.conn.close()
-            self._saver = None
+        self._saver = None
 
     def __enter__(self) -> Self:
         return self
