@@ -45,9 +45,15 @@ def main() -> None:
             "messages": [m.content for m in values.get("messages", [])],
             "summary": values.get("summary", ""),
             "evicted": values.get("evicted_message_count", 0),
-            "prompt": "\n".join(str(m.content) for m in model.calls[-1]) if len(model.calls) > calls else "",
+            "prompt": "\n".join(str(m.content) for m in model.calls[-1])
+            if len(model.calls) > calls
+            else "",
             "hits": [
-                {"content": h.item.value.get("content"), "similarity": h.similarity, "lexical": h.lexical}
+                {
+                    "content": h.item.value.get("content"),
+                    "similarity": h.similarity,
+                    "lexical": h.lexical,
+                }
                 for h in hits
             ],
         }

@@ -1,6 +1,6 @@
 """Edges of the store contract that langgraph's own store suites probe, in engram's words.
 
-Same backends and sync/async modes as `test_store_contract.py` (its fixtures are reused): special
+Same backends and sync/async modes as `test_store_contract.py` (its store factory is reused): special
 numbers in filters, filter strings that look like code, labels with pattern characters, ranking
 among many equal vectors, paging a query search, expired items inside a page, and the TTL methods
 awaited as on langgraph's async stores.
@@ -12,7 +12,23 @@ import asyncio
 import time
 
 import pytest
-from test_store_contract import Api, make_chroma, make_store, mode  # noqa: F401  (fixtures)
+from test_store_contract import ALL_BACKENDS, CHROMA_BACKENDS, Api, _factory
+
+
+@pytest.fixture(params=ALL_BACKENDS)
+def make_store(request, tmp_path):
+    yield from _factory(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=CHROMA_BACKENDS)
+def make_chroma(request, tmp_path):
+    yield from _factory(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request) -> str:
+    return request.param
+
 
 # -- filters -----------------------------------------------------------------------------------
 

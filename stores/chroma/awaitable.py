@@ -8,7 +8,7 @@ do their (short) work at once and return a value that also works under `await`.
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, Self
 
 
 class AwaitableInt(int):
@@ -40,7 +40,7 @@ class AwaitableBool(int):
         (True, False)
     """
 
-    def __new__(cls, value: object) -> AwaitableBool:
+    def __new__(cls, value: object) -> Self:
         return super().__new__(cls, bool(value))
 
     def __repr__(self) -> str:
