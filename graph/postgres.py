@@ -10,6 +10,7 @@ given `postgres_url=` or when `$ENGRAM_POSTGRES_URL` is set.
 from __future__ import annotations
 
 import os
+import time
 
 import psycopg
 from langgraph.checkpoint.postgres import PostgresSaver
@@ -19,6 +20,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from engram.graph.checkpoint import ThreadedSqliteSaver
 
 POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
+_SETUP_LOCK = 0x656E6772616D  # "engram": the advisory lock held while the tables are set up
 
 
 class ThreadedPostgresSaver(PostgresSaver):
@@ -53,7 +55,17 @@ class ThreadedPostgresSaver(PostgresSaver):
             ) from exc
         saver = cls(pool)
         saver.pool = pool
-        saver.setup()
+        with pool.connection() as conn:  # machines starting together must not race the migrations
+            # polled, not waited for: a session blocked in pg_advisory_lock would stall the
+            # holder's CREATE INDEX CONCURRENTLY, which waits for every running statement
+            while not conn.execute(
+                "SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,)
+            ).fetchone()["got"]:
+                time.sleep(0.1)
+            try:
+                saver.setup()
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
         return saver
 
     def close(self) -> None:

@@ -217,3 +217,21 @@ def test_compile_graph_and_the_cli_take_the_postgres_url_from_an_argument_or_the
     monkeypatch.setenv("ENGRAM_POSTGRES_URL", "postgresql://engram:secret@127.0.0.1:1/none")
     with pytest.raises(ConnectionError, match=r"engram:\*\*\*@127\.0\.0\.1:1/none"):
         compile_graph(RecordingChatModel(messages=iter([])), store=InMemoryStore())
+
+
+def test_machines_starting_together_set_up_the_checkpoint_tables_once(postgres_url):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engram.graph.postgres import ThreadedPostgresSaver
+
+    database = f"fresh_{uuid.uuid4().hex[:8]}"
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {database}")
+    url = postgres_url.rsplit("/", 1)[0] + f"/{database}"
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        savers = list(pool.map(lambda _: ThreadedPostgresSaver.from_url(url), range(4)))
+    assert all(s.get_tuple({"configurable": {"thread_id": "none"}}) is None for s in savers)
+    for saver in savers:
+        saver.close()
