@@ -102,6 +102,7 @@ def compile_graph(
     store: BaseStore | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
     tools: Sequence[BaseTool] | None = None,
+    postgres_url: str | None = None,
 ) -> CompiledStateGraph[EngramState, Context]:
     """The memory graph, compiled with a store and a checkpointer.
 
@@ -111,13 +112,18 @@ def compile_graph(
         store: Long-term memories and episodes; None: a `ChromaStore` in the embedded data folder
             (`$ENGRAM_DATA_DIR/chroma`, default `./.engram/chroma`) with the local
             all-MiniLM-L6-v2 embeddings.
-        checkpointer: Short-term memory; None: a SQLite file in the same folder
-            (`checkpoints.sqlite`) usable from both `invoke` and `ainvoke`.
+        checkpointer: Short-term memory; None: PostgreSQL at `postgres_url` (or
+            `$ENGRAM_POSTGRES_URL`) when given, else a SQLite file in the same folder
+            (`checkpoints.sqlite`); either is usable from both `invoke` and `ainvoke`.
         tools: Tools the answering model may call.
+        postgres_url: A PostgreSQL database for the default checkpointer
+            (`postgresql://user:password@host:port/database`), shared by several app machines.
     """
+    if checkpointer is None:
+        checkpointer = default_checkpointer(postgres_url)
     return build_graph(model, memory_model=memory_model, tools=tools).compile(
         store=store if store is not None else default_store(),
-        checkpointer=checkpointer if checkpointer is not None else default_checkpointer(),
+        checkpointer=checkpointer,
     )
 
 
@@ -128,8 +134,13 @@ def default_store() -> BaseStore:
     return make_store()
 
 
-def default_checkpointer() -> BaseCheckpointSaver:
-    """The embedded SQLite checkpointer (sync and async)."""
+def default_checkpointer(postgres_url: str | None = None) -> BaseCheckpointSaver:
+    """PostgreSQL at `postgres_url` or `$ENGRAM_POSTGRES_URL` when either is set, else the
+    embedded SQLite checkpointer; both serve sync and async calls."""
+    from engram.graph.postgres import ThreadedPostgresSaver, postgres_url_from_env
+
+    if url := postgres_url or postgres_url_from_env():
+        return ThreadedPostgresSaver.from_url(url)
     return ThreadedSqliteSaver.from_path(default_checkpoint_path())
 
 

@@ -77,3 +77,18 @@ def test_graph_bench_reports_every_store_and_size_with_a_verdict() -> None:
     assert [t["store"] for t in result["targets"]] == list(graph_bench.STORES)
     assert all(isinstance(t["target_met"], bool) for t in result["targets"])
     assert set(result["code"]) == {"commit", "uncommitted"}
+
+
+def test_concurrent_bench_reports_every_client_and_caller_kind_with_a_verdict() -> None:
+    from engram.stores.bench.concurrent import bench_concurrent
+
+    rows = bench_concurrent(60)
+    assert [(r["client"], r["callers"]) for r in rows] == [
+        ("ephemeral", "async"),
+        ("ephemeral", "threads"),
+        ("persistent", "async"),
+        ("persistent", "threads"),
+    ]
+    assert all(r["calls"] == 60 and r["chroma_store_calls_per_s"] > 0 for r in rows)
+    verdicts = stores_bench.targets({"concurrent": rows})
+    assert len(verdicts) == 4 and all(v["target"].startswith("concurrent calls") for v in verdicts)

@@ -14,6 +14,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -41,9 +42,12 @@ from engram.stores.steps import run_steps
 
 if TYPE_CHECKING:  # loaded when used: each costs every command's start-up
     from engram.graph.checkpoint import ThreadedSqliteSaver
+    from engram.graph.postgres import ThreadedPostgresSaver
     from engram.stores.maintenance.types import MaintenanceReport
 
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
+POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
+"""As `engram.graph.postgres` reads it; not imported from there because psycopg loads slowly."""
 DEFAULT_USER = "default"
 """The user of a command run without `--user`: the graph's own default (`Context.user_id`)."""
 SHORT_ID = 8
@@ -74,22 +78,32 @@ class Backend:
     """The data folder or server URL, for messages."""
     checkpoints: Path
     """The graph's SQLite checkpointer file (threads and running summaries)."""
-    _saver: ThreadedSqliteSaver | None = field(default=None, init=False, repr=False)
+    _saver: ThreadedSqliteSaver | ThreadedPostgresSaver | None = field(
+        default=None, init=False, repr=False
+    )
+    _close_saver: Callable[[], None] | None = field(default=None, init=False, repr=False)
 
-    def checkpointer(self) -> ThreadedSqliteSaver | None:
-        """The graph's checkpointer, opened on first use; None when there is no such file."""
-        if self._saver is None and self.checkpoints.is_file():
+    def checkpointer(self) -> ThreadedSqliteSaver | ThreadedPostgresSaver | None:
+        """The graph's checkpointer, opened on first use: PostgreSQL when
+        `$ENGRAM_POSTGRES_URL` is set, else the SQLite file (None when there is no such file)."""
+        if self._saver is None and (url := os.environ.get(POSTGRES_URL_ENV)):
+            from engram.graph.postgres import ThreadedPostgresSaver
+
+            self._saver = ThreadedPostgresSaver.from_url(url)
+            self._close_saver = self._saver.close
+        elif self._saver is None and self.checkpoints.is_file():
             from engram.graph.checkpoint import ThreadedSqliteSaver
 
             self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
+            self._close_saver = self._saver.conn.close
         return self._saver
 
     def close(self) -> None:
         """Close the store and, if it was opened, the checkpointer."""
         self.store.close()
-        if self._saver is not None:
-            self._saver.conn.close()
-            self._saver = None
+        if self._close_saver is not None:
+            self._close_saver()
+        self._saver = self._close_saver = None
 
     def __enter__(self) -> Self:
         return self

@@ -24,6 +24,11 @@ Sections:
   is measured, not the cache. Target: `LocalEmbeddings` >= 4x `DefaultEmbeddingFunction` on short
   texts.
 
+- ``concurrent``: many store calls in flight at once (asyncio tasks, and 10 threads), on an
+  ephemeral and a persistent client: `ChromaStore` (coalescing them) vs the same store sending
+  each call on its own vs `InMemoryStore` (see `engram.stores.bench.concurrent`). Target:
+  coalesced >= 10x each call on its own. ``--calls`` sets how many calls (default 6000).
+
 The model files come from `$ENGRAM_EMBEDDING_MODEL_DIR` or chromadb's cache folder (see
 `engram.stores.embeddings.resolve_model_dir`); chromadb's embedder is pointed at the same files, so
 the benchmark runs offline. Without network, set the variable first, e.g.
@@ -68,6 +73,7 @@ MIN_EMBED_SPEEDUP = 4.0
 MAX_LOCK_OVERHEAD = 1.05
 MAX_PROCESSES_SIZE = 10_000
 """The ``processes`` section runs at the store sizes up to this one."""
+MIN_COALESCING_SPEEDUP = 10.0
 _CODE_FOLDERS = ("stores", "nodes", "graph")
 
 
@@ -80,12 +86,14 @@ class BenchSettings:
         texts: Texts per embedding call in the ``embeddings`` section.
         seed: Seed of the generated texts and vectors.
         store_sizes: Item counts of the ``store`` section.
+        concurrent_calls: Calls in flight at once in the ``concurrent`` section.
     """
 
     repeats: int = 3
     texts: int = 128
     seed: int = 0
     store_sizes: tuple[int, ...] = (1_000, 10_000, 50_000)
+    concurrent_calls: int = 6_000
 
 
 Section = Callable[[BenchSettings], list[Row]]
@@ -153,10 +161,17 @@ def _processes_section(settings: BenchSettings) -> list[Row]:
     )
 
 
+def _concurrent_section(settings: BenchSettings) -> list[Row]:
+    from engram.stores.bench.concurrent import bench_concurrent
+
+    return bench_concurrent(settings.concurrent_calls, settings.repeats)
+
+
 SECTIONS: dict[str, Section] = {
     "store": _store_section,
     "processes": _processes_section,
     "embeddings": bench_embeddings,
+    "concurrent": _concurrent_section,
 }
 
 
@@ -181,10 +196,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=BenchSettings.store_sizes,
         help="store sizes, comma-separated (default 1000,10000,50000)",
     )
+    parser.add_argument(
+        "--calls",
+        type=int,
+        default=BenchSettings.concurrent_calls,
+        help="concurrent calls of the concurrent section (default 6000)",
+    )
     args = parser.parse_args(argv)
-    if args.repeats < 1 or args.texts < 1 or min(args.sizes) < 1:
-        parser.error("--repeats, --texts and --sizes must be >= 1")
-    settings = BenchSettings(repeats=args.repeats, texts=args.texts, store_sizes=args.sizes)
+    if args.repeats < 1 or args.texts < 1 or min(args.sizes) < 1 or args.calls < 6:
+        parser.error("--repeats, --texts and --sizes must be >= 1, --calls >= 6")
+    settings = BenchSettings(
+        repeats=args.repeats,
+        texts=args.texts,
+        store_sizes=args.sizes,
+        concurrent_calls=args.calls,
+    )
 
     console = Console(width=None if sys.stdout.isatty() else 200)
     code = code_state()  # before the sections: the code they import is the code measured
@@ -257,6 +283,16 @@ def targets(results: dict[str, list[Row]]) -> list[Row]:
                     row["x_vs_default"] >= MIN_EMBED_SPEEDUP,
                 )
             )
+    for row in results.get("concurrent", []):
+        verdicts.append(
+            _verdict(
+                f"concurrent calls ({row['callers']}, {row['client']}) >= "
+                f"{MIN_COALESCING_SPEEDUP}x each call on its own",
+                row["calls"],
+                row["x_vs_one_by_one"],
+                row["x_vs_one_by_one"] >= MIN_COALESCING_SPEEDUP,
+            )
+        )
     return verdicts
 
 

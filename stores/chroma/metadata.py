@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,12 +152,13 @@ def namespace_from_metadata(meta: dict[str, Any]) -> tuple[str, ...]:
 def value_metadata(value: dict[str, Any]) -> dict[str, Any]:
     """Top-level scalar fields of `value` as filterable metadata.
 
-    Strings longer than `MAX_METADATA_STRING` are not copied; a `v~<field>` flag marks them so
-    that an equality filter still considers the item (and checks it exactly afterwards).
+    Strings longer than `MAX_METADATA_STRING` and numbers Chroma cannot compare (infinities,
+    NaN: its `where` never matches them) are not copied; a `v~<field>` flag marks them so that
+    an equality or range filter still considers the item (and checks it exactly afterwards).
     """
     meta: dict[str, Any] = {}
     for field, v in value.items():
-        if isinstance(v, str) and len(v) > MAX_METADATA_STRING:
+        if (isinstance(v, str) and len(v) > MAX_METADATA_STRING) or _is_non_finite(v):
             meta[LONG_PREFIX + field] = True
         elif isinstance(v, (str, bool, int, float)) and not _is_huge_int(v):
             meta[VALUE_PREFIX + field] = v
@@ -281,13 +283,16 @@ def _equal(a: Any, b: Any) -> bool:
 
 def _pushdown(field: str, op: str, operand: Any) -> dict[str, Any] | None:
     name = VALUE_PREFIX + field
+    flagged = {LONG_PREFIX + field: {"$eq": True}}
     if op in RANGE_OPERATORS:
-        return {name: {op: operand}} if _is_number(operand) and not _is_huge_int(operand) else None
+        if not _is_comparable_number(operand):
+            return None  # Chroma rejects infinities and NaN in a where: decided in Python
+        return {"$or": [{name: {op: operand}}, flagged]}
     if op == "$ne":
         return None  # across types Chroma's $ne may disagree with ours: decided in Python
     if isinstance(operand, str):
-        return {"$or": [{name: {"$eq": operand}}, {LONG_PREFIX + field: {"$eq": True}}]}
-    if isinstance(operand, bool) or (_is_number(operand) and not _is_huge_int(operand)):
+        return {"$or": [{name: {"$eq": operand}}, flagged]}
+    if isinstance(operand, bool) or _is_comparable_number(operand):
         return {name: {"$eq": operand}}
     return None
 
@@ -298,6 +303,15 @@ def _is_operator_dict(condition: Any) -> bool:
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_comparable_number(v: Any) -> bool:
+    """A number Chroma's `where` can compare: finite and within 64-bit integers."""
+    return _is_number(v) and not _is_huge_int(v) and not _is_non_finite(v)
+
+
+def _is_non_finite(v: Any) -> bool:
+    return isinstance(v, float) and not math.isfinite(v)
 
 
 def _is_huge_int(v: Any) -> bool:

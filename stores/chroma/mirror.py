@@ -48,8 +48,10 @@ logger = logging.getLogger(__name__)
 MAX_ID_FILTER = 100_000
 """Above this many ids, a Chroma query filters by namespace metadata instead of by id list."""
 
-REMOTE_REFRESH_SECONDS = 60.0
-"""How often a namespace is compared in full with a Chroma server other machines may write to."""
+REMOTE_REFRESH_SECONDS = 0.0
+"""How often a namespace is compared in full with a Chroma server other machines may write to:
+before every hybrid search of it (one metadata read of that namespace), so what another machine
+wrote is found by both channels on the next turn."""
 
 _READ_CHUNK = 1000
 _SCAN_PAGE = 10_000
@@ -341,8 +343,8 @@ def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
     """Where a store on `client` keeps its lexical index, and how often to compare it in full.
 
     A `PersistentClient`: `lexical.sqlite3` in its own folder, beside Chroma's files. A Chroma
-    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`, compared
-    every `REMOTE_REFRESH_SECONDS` (other machines may write). Otherwise (an in-memory client):
+    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`, each
+    namespace compared with the server before it is searched (other machines may write). Otherwise (an in-memory client):
     in memory too.
     """
     settings = client.get_settings()

@@ -58,8 +58,8 @@ def nearest(
     ids = None
     if mirror is not None and not where:  # ids and where together cost Chroma 1.5 seconds per
         ids = mirror.candidate_ids(prefix, exact=exact, now=now)  # 1000 ids: never both
+    scope = md.namespace_clauses(prefix) if exact else md.prefix_clauses(prefix)
     if ids is None:
-        scope = md.namespace_clauses(prefix) if exact else md.prefix_clauses(prefix)
         res = collection.query(
             query_embeddings=[query_vector],
             n_results=n,
@@ -80,6 +80,14 @@ def nearest(
             if not ids:
                 return {}, True, {}
             res = _query_ids(collection, query_vector, ids, n, include)
+    returned = len(res["ids"][0])
+    exhausted = returned < n
+    if exhausted:  # HNSW answers short when many vectors are equal: count before believing it
+        if ids is None:
+            ids = collection.get(where=md.combine(scope + where), include=[])["ids"]
+        exhausted = len(ids) <= n
+        if len(ids) > returned:
+            res = _exact_nearest(collection, query_vector, ids, n, include)
     similarity: dict[str, float] = {}
     for record_id, distance in zip(res["ids"][0], res["distances"][0]):
         item_id = md.record_owner(record_id)
@@ -93,7 +101,7 @@ def nearest(
         if read
         else {}
     )
-    return similarity, len(res["ids"][0]) < n, records
+    return similarity, exhausted, records
 
 
 def hybrid_search(
@@ -115,6 +123,7 @@ def hybrid_search(
         similarity, exhausted, _ = nearest(
             collection, mirror, op.namespace, query_vector, depth, exact=True, where=[], now=now
         )
+        mirror.ensure_fresh(op.namespace, now)  # another machine may have written to it
         lexical = dict(mirror.search(op.namespace, op.query, depth))
         exhausted = exhausted and len(lexical) < depth
         if others := [i for i in lexical if i not in similarity]:
@@ -142,6 +151,27 @@ def _query_ids(
     return collection.query(
         query_embeddings=[query_vector], n_results=min(n, len(ids)), ids=ids, include=include
     )
+
+
+def _exact_nearest(
+    collection: Collection, query_vector: list[float], ids: list[str], n: int, include: list[Any]
+) -> dict[str, Any]:
+    """The `n` records of `ids` nearest to the query by brute force, shaped like a Chroma query
+    answer: what HNSW fails to find among many equal vectors, found for sure."""
+    got = collection.get(ids=ids, include=["embeddings", *[i for i in include if i != "distances"]])
+    if not got["ids"]:
+        return {"ids": [[]], "distances": [[]], "metadatas": [[]]}
+    vectors = np.asarray(got["embeddings"], dtype=np.float64)
+    query = np.asarray(query_vector, dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
+    distances = 1.0 - (vectors @ query) / np.where(norms == 0, 1.0, norms)
+    order = sorted(range(len(got["ids"])), key=lambda k: (distances[k], got["ids"][k]))[:n]
+    metadatas = got.get("metadatas") or [None] * len(got["ids"])
+    return {
+        "ids": [[got["ids"][k] for k in order]],
+        "distances": [[float(distances[k]) for k in order]],
+        "metadatas": [[metadatas[k] for k in order]],
+    }
 
 
 def _similarities(

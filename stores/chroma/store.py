@@ -7,13 +7,12 @@ each further vector is a record `<item id>:<n>` of the same collection
 A BM25 index beside the collection mirrors the embedded texts and answers the lexical half of
 `HybridSearchOp` (`engram.stores.chroma.mirror`, `engram.stores.chroma.search`). Only
 `batch`/`abatch` are implemented: every public method of `BaseStore` builds ops and calls them.
-Both share one plan (pure) and one Chroma execution; only the embedding calls differ between
-sync and async.
+Both queue their ops with the other calls in flight (`engram.stores.chroma.coalesce`), which
+run together as one plan (pure) and one Chroma execution in a drain thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -47,6 +46,8 @@ from langgraph.store.base import (
 
 from engram.stores.chroma import metadata as md
 from engram.stores.chroma import plan, process_lock, purge, relabel, upgrade
+from engram.stores.chroma.awaitable import AwaitableBool, AwaitableInt
+from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
 from engram.stores.chroma.purge import PurgeReport
 from engram.stores.chroma.search import hybrid_search, nearest
@@ -145,6 +146,7 @@ class ChromaStore(BaseStore):
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
         )
+        self._coalescer = Coalescer(self._run_batch)
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
@@ -205,47 +207,48 @@ class ChromaStore(BaseStore):
     # -- BaseStore -----------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self._coalescer.call(list(ops))
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await self._coalescer.acall(list(ops))
+
+    def _run_batch(self, ops: list[Op], from_async: bool = False) -> list[Result]:
+        """One batch against Chroma (the coalescer's combined batches come here); with
+        `from_async`, writes go in `async_write_chunk` records per call."""
         batch = plan.plan(ops, self._fields)
         read_at = self._read_replaced_held(batch)
         texts = batch.flat_texts()
         doc_vectors = self.embeddings.embed_documents(texts) if texts and self.embeddings else []
         query_vectors = {
-            q: self.embeddings.embed_query(q) for q in batch.queries if self.embeddings
+            q: self.embeddings.embed_query(q) for q in sorted(batch.queries) if self.embeddings
         }
-        return self._execute(batch, doc_vectors, query_vectors, read_at=read_at)
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        batch = plan.plan(ops, self._fields)
-        read_at = await asyncio.to_thread(self._read_replaced_held, batch) if batch.puts else None
-        texts = batch.flat_texts()
-        doc_vectors: list[list[float]] = []
-        query_vectors: dict[str, list[float]] = {}
-        if self.embeddings and texts:
-            doc_vectors = await self.embeddings.aembed_documents(texts)
-        if self.embeddings and batch.queries:
-            queries = sorted(batch.queries)
-            vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
-            query_vectors = dict(zip(queries, vectors))
-        return await asyncio.to_thread(
-            self._execute, batch, doc_vectors, query_vectors, self.async_write_chunk, read_at
-        )
+        write_chunk = self.async_write_chunk if from_async else None
+        return self._execute(batch, doc_vectors, query_vectors, write_chunk, read_at)
 
     # -- TTL -----------------------------------------------------------------------------------
 
-    def sweep_ttl(self) -> int:
-        """Delete every expired item and its vectors; returns how many items were deleted."""
+    def sweep_ttl(self) -> AwaitableInt:
+        """Delete every expired item and its vectors; returns how many items were deleted.
+
+        The count can also be awaited (`await store.sweep_ttl()`, as with langgraph's async
+        stores); the sweep itself has run by then."""
         now = time.time()
         with self._folder.hold():
             expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
             if not expired["ids"]:
-                return 0
+                return AwaitableInt(0)
             self._folder.writing()
-            return self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
+            return AwaitableInt(
+                self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
+            )
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> None:
-        """Sweep expired items periodically in a daemon thread (default: every 5 minutes)."""
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> AwaitableBool:
+        """Sweep expired items periodically in a daemon thread (default: every 5 minutes).
+
+        Returns whether a sweeper runs (True); awaitable like langgraph's async stores' method.
+        """
         if self._sweeper and self._sweeper.is_alive():
-            return
+            return AwaitableBool(True)
         interval = (
             sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
         )
@@ -261,17 +264,19 @@ class ChromaStore(BaseStore):
 
         self._sweeper = threading.Thread(target=loop, name="engram-ttl-sweeper", daemon=True)
         self._sweeper.start()
+        return AwaitableBool(True)
 
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; returns whether it stopped within `timeout` seconds."""
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> AwaitableBool:
+        """Stop the sweeper thread; returns whether it stopped within `timeout` seconds
+        (awaitable like langgraph's async stores' method)."""
         if not self._sweeper:
-            return True
+            return AwaitableBool(True)
         self._stop_sweeping.set()
         self._sweeper.join(timeout)
         stopped = not self._sweeper.is_alive()
         if stopped:
             self._sweeper = None
-        return stopped
+        return AwaitableBool(stopped)
 
     # -- deletion that leaves nothing -----------------------------------------------------------
 
@@ -474,7 +479,7 @@ class ChromaStore(BaseStore):
             hits, exhausted = self._nearest_page(op, query_vector, _POST_FILTER * wanted, [], now)
             if exhausted or len(hits) >= op.limit:
                 return hits
-        n = wanted
+        n = wanted + 1  # one beyond the page: the last of a pool may tie with records beyond
         while True:
             hits, exhausted = self._nearest_page(op, query_vector, n, where, now)
             if exhausted or len(hits) >= op.limit:
@@ -502,7 +507,7 @@ class ChromaStore(BaseStore):
             now=now,
             read=n <= _READ_WITH_QUERY,
         )
-        ranked = sorted(scores, key=scores.__getitem__, reverse=True)
+        ranked = _settled_ranking(scores, exhausted)
         known = {i: (_item(meta), meta) for i, meta in records.items()}
         return self._page(ranked, scores, op, now, known), exhausted
 
@@ -621,6 +626,17 @@ def _note_refresh(
 ) -> None:
     if (minutes := _record(meta).ttl_minutes) is not None:
         refresh[item_id] = now + float(minutes) * 60
+
+
+def _settled_ranking(scores: dict[str, float], exhausted: bool) -> list[str]:
+    """Item ids best first, equal scores by id, so that pages of any size agree. Unless the
+    records ran out, the items tied with the pool's last score are left out: records beyond the
+    pool may share that score, and which of them Chroma returned is arbitrary."""
+    ranked = sorted(scores, key=lambda item_id: (-scores[item_id], item_id))
+    if exhausted or not ranked:
+        return ranked
+    floor = scores[ranked[-1]]
+    return [item_id for item_id in ranked if scores[item_id] > floor]
 
 
 def _timestamp(value: float) -> datetime:
