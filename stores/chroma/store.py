@@ -13,6 +13,7 @@ run together as one plan (pure) and one Chroma execution in a drain thread.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
