@@ -6,7 +6,6 @@ import pytest
 from fakes import NGramEmbeddings, StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
-from pydantic import ValidationError
 
 from engram.nodes.extract.llm import ExtractionError, LLMExtractor, SaveMemories, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
