@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -109,8 +109,9 @@ def test_a_process_killed_while_holding_the_folder_lets_the_others_go_on(env, mo
     store.put(NAMESPACE, "before", {"content": "written before the crash"})
     holder = start(env, "-c", HOLD_AND_HANG)
     assert holder.stdout is not None
-    ready, _, _ = select.select([holder.stdout], [], [], 120)
-    assert ready, "the holding process never wrote"
+    with selectors.DefaultSelector() as waiting:  # epoll: the suite holds fds past select's 1024
+        waiting.register(holder.stdout, selectors.EVENT_READ)
+        assert waiting.select(timeout=120), "the holding process never wrote"
     assert holder.stdout.readline().strip() == "holding"  # it wrote, then hangs with the lock
     holder.send_signal(signal.SIGKILL)
     holder.wait(timeout=30)
