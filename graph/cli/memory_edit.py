@@ -20,7 +20,6 @@ from engram.graph.cli.memory_support import (
     checked_user,
     ensure_user,
     err,
-    guess_candidate,
     open_backend,
     out,
     print_json,
@@ -29,7 +28,7 @@ from engram.graph.cli.memory_support import (
     validation_message,
 )
 from engram.stores.memory.long_term import LongTermMemory
-from engram.stores.memory.types import Category, MemoryCandidate
+from engram.stores.memory.types import Category
 from engram.stores.memory.users import delete_user, stats_steps
 from engram.stores.steps import run_steps
 
@@ -75,18 +74,11 @@ def add(
     user_id = checked_user(user or DEFAULT_USER)
     if text == "-":
         text = read_stdin_text("the memory")
-    guess = guess_candidate(text)
-    chosen = category or (guess.category if guess else "fact")
-    same = guess is not None and guess.category == chosen
+    # loaded here: the offline rules cost every other command 0.4 s at start-up
+    from engram.nodes.extract.statement import statement_candidate
+
     try:
-        candidate = MemoryCandidate(
-            content=text,
-            category=chosen,
-            importance=importance,
-            confidence=1.0,
-            key=key or (guess.key if same else None),
-            structured_data=guess.structured_data if same and not key else None,
-        )
+        candidate = statement_candidate(text, category=category, importance=importance, key=key)
     except ValidationError as exc:
         raise CliError(f"nothing stored: {validation_message(exc)}", code=2) from exc
     with open_backend(data, create=True) as backend:

@@ -29,7 +29,7 @@ from rich.text import Text
 from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.markdown import status_of
-from engram.stores.memory.types import Memory, MemoryCandidate
+from engram.stores.memory.types import Memory
 from engram.stores.memory.users import (
     UserStats,
     memories_steps,
@@ -242,14 +242,6 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
         f"`engram memory list --user {shlex.quote(user_id)} --all` "
         "shows the ids"
     )
-
-
-def guess_candidate(text: str) -> MemoryCandidate | None:
-    """The offline rules' reading of `text` (`engram.nodes.extract.statement.guess_candidate`),
-    loaded on first use: the rules cost the other commands 0.4 s at start-up."""
-    from engram.nodes.extract.statement import guess_candidate as guess
-
-    return guess(text)
 
 
 _URL_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
