@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from bm25s.stopwords import STOPWORDS_EN_PLUS
+from engram.stores.lexical.index import STOPWORDS_EN_PLUS
 
 _NUMBER = r"\d+(?:[.,:/-]\d+)*"
 _WORD = r"[^\W_]+(?:[._/@#:'’-][^\W_]+)*"
