@@ -12,22 +12,12 @@ import asyncio
 import time
 
 import pytest
-from test_store_contract import ALL_BACKENDS, CHROMA_BACKENDS, Api, _factory
-
-
-@pytest.fixture(params=ALL_BACKENDS)
-def make_store(request, tmp_path):
-    yield from _factory(request.param, request, tmp_path)
-
-
-@pytest.fixture(params=CHROMA_BACKENDS)
-def make_chroma(request, tmp_path):
-    yield from _factory(request.param, request, tmp_path)
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request) -> str:
-    return request.param
+from test_store_contract import (  # noqa: F401  the contract suite's fixtures, reused
+    Api,
+    make_chroma,
+    make_store,
+    mode,
+)
 
 
 # -- filters -----------------------------------------------------------------------------------
