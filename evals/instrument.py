@@ -4,7 +4,8 @@ Pass it in the run's config (`{"callbacks": [recorder]}`); LangGraph hands it to
 runs. A node's time is measured from LangGraph's task start to its end: the node body, the
 routing function after it and its state writes, not the checkpoint save between steps.
 Model calls are chat-model (and plain LLM) starts: the answering model, and a memory model's
-summaries and extractions.
+summaries and extractions. Model tokens are what the models report using (prompt + completion,
+LangChain's `usage_metadata`); a model that reports nothing (the evals' scripted replies) adds 0.
 
 Example:
     >>> import asyncio
@@ -17,8 +18,8 @@ Example:
     >>> recorder = RunRecorder()
     >>> config = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
     >>> _ = asyncio.run(graph.ainvoke({"messages": [("user", "hello")]}, config))
-    >>> sorted({node for node, _ in recorder.samples}), recorder.model_calls
-    (['consolidate', 'respond', 'start'], 1)
+    >>> sorted({node for node, _ in recorder.samples}), recorder.model_calls, recorder.model_tokens
+    (['consolidate', 'respond', 'start'], 1, 0)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from uuid import UUID
 
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.outputs import ChatGeneration, LLMResult
 
 _STEP_TAG = "graph:step:"
 
@@ -43,6 +45,8 @@ class RunRecorder(BaseCallbackHandler):
         """One `(node name, milliseconds)` per node run, in completion order."""
         self.model_calls = 0
         """Chat-model and LLM calls started."""
+        self.model_tokens = 0
+        """Prompt + completion tokens the models reported for their calls."""
         self._started: dict[UUID, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
@@ -75,6 +79,16 @@ class RunRecorder(BaseCallbackHandler):
     def on_llm_start(self, serialized: Any, prompts: Any, **kwargs: Any) -> None:
         with self._lock:
             self.model_calls += 1
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        tokens = sum(
+            (g.message.usage_metadata or {}).get("total_tokens", 0)
+            for batch in response.generations
+            for g in batch
+            if isinstance(g, ChatGeneration)
+        )
+        with self._lock:
+            self.model_tokens += tokens
 
     def _finish(self, run_id: UUID) -> None:
         end = time.perf_counter()

@@ -93,6 +93,7 @@ SUITE_METRICS: tuple[str, ...] = (
     "chitchat_memories",
     "token_ratio_at_150",
     "model_calls_per_turn",
+    "model_tokens_per_turn",
     "latency_p50_ms",
     "latency_p95_ms",
 )
@@ -115,6 +116,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "incognito_leaks": "memories stored from incognito sessions (count)",
     "token_ratio_at_150": "prompt tokens at turn 150 / the full-context baseline's",
     "model_calls_per_turn": "chat-model calls (answering, summarising, extracting) / user turns",
+    "model_tokens_per_turn": "prompt + completion tokens the models reported / user turns",
     "stored_memories": "memories in the store after the last session (count)",
     "prompt_tokens_per_turn": "tokens engram put in the answering prompt, per turn (mean)",
     "full_context_tokens_per_turn": "tokens of the whole conversation so far, per turn (mean)",
@@ -133,6 +135,7 @@ LOWER_IS_BETTER = frozenset(
         "incognito_leaks",
         "token_ratio_at_150",
         "model_calls_per_turn",
+        "model_tokens_per_turn",
         "prompt_tokens_per_turn",
     }
 )
@@ -147,6 +150,7 @@ COUNT_METRICS = frozenset(
         "prompt_tokens_per_turn",
         "full_context_tokens_per_turn",
         "model_calls_per_turn",
+        "model_tokens_per_turn",
     }
 )
 """Metrics that are not shares in [0, 1]."""

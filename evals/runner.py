@@ -118,6 +118,7 @@ class DialogRun:
     trace: TokenTrace = field(default_factory=lambda: TokenTrace([], []))
     latencies: list[tuple[str, float]] = field(default_factory=list)
     model_calls: int = 0
+    model_tokens: int = 0
     user_turns: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
     """Failures the graph recorded and worked around (`{"stage", "error"}`)."""
@@ -246,6 +247,7 @@ async def arun_dialog(
     run.trace = TokenTrace(engram_tokens, baseline)
     run.latencies = recorder.samples
     run.model_calls = recorder.model_calls
+    run.model_tokens = recorder.model_tokens
     run.seconds = time.perf_counter() - began
     return run
 

@@ -48,6 +48,7 @@ class DialogScore:
     probe_recall_with_episodes: m.Ratio = _EMPTY
     on_time_recall: m.Ratio = _EMPTY
     model_calls_per_turn: m.Ratio = _EMPTY
+    model_tokens_per_turn: m.Ratio = _EMPTY
     secrets_stored: int = 0
     secrets_in_episodes: int = 0
     chitchat_memories: int = 0
@@ -88,6 +89,7 @@ def score_dialog(run: DialogRun) -> DialogScore:
         probe_recall_with_episodes=_probe_recall(dialog, run.sessions, with_episodes=True),
         on_time_recall=on_time_recall(dialog, run.sessions),
         model_calls_per_turn=m.model_calls_per_turn(run.model_calls, run.user_turns),
+        model_tokens_per_turn=m.Ratio(run.model_tokens, run.user_turns),
         secrets_stored=m.secrets_stored(dialog.must_not_store, final),
         secrets_in_episodes=m.secrets_stored(dialog.must_not_store, episodes),
         chitchat_memories=m.chitchat_memories(final, chitchat, dialog.must_not_store),
