@@ -37,13 +37,7 @@ from engram.graph.cli.memory_support import (
     resolve_id,
     stats_table,
 )
-from engram.stores.memory.journal import JournalEntry
-from engram.stores.memory.long_term import LongTermMemory
-from engram.stores.memory.markdown import status_of
-from engram.stores.memory.types import CATEGORIES, Category
-from engram.stores.memory.users import stats_steps
-from engram.stores.namespaces import journal_namespace
-from engram.stores.steps import run_steps
+from engram.stores.memory.categories import CATEGORIES, Category
 
 app = typer.Typer(
     help="Inspect and manage a user's long-term memories.",
@@ -145,6 +139,8 @@ def search(
     data: Data = None,
 ) -> None:
     """Recall memories as the graph would, best first (does not count as a recall)."""
+    from engram.stores.memory.long_term import LongTermMemory
+
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
         ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
@@ -191,6 +187,10 @@ def show(
     data: Data = None,
 ) -> None:
     """Show one memory: every field, its history and what maintenance did to it."""
+    from engram.stores.memory.journal import JournalEntry
+    from engram.stores.memory.markdown import status_of
+    from engram.stores.namespaces import journal_namespace
+
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
         memory = resolve_id(backend, user_id, memory_id)
@@ -238,6 +238,9 @@ def stats(
     data: Data = None,
 ) -> None:
     """Counts per state and category, for one user or (without --user) for every user."""
+    from engram.stores.memory.users import stats_steps
+    from engram.stores.steps import run_steps
+
     with open_backend(data) as backend:
         users = [ensure_user(backend, user)] if user else known_users(backend.store)
         found = [run_steps(backend.store, stats_steps(u)) for u in users]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape as esc
@@ -22,9 +22,10 @@ from engram.graph.cli.memory_support import (
     out,
     print_json,
 )
-from engram.stores.maintenance.maintain import maintain as run_maintenance
-from engram.stores.maintenance.types import CompressedDraft, Compressor, MaintenanceSettings
-from engram.stores.memory.types import Memory
+
+if TYPE_CHECKING:  # loaded when the command runs, not for help
+    from engram.stores.maintenance.types import CompressedDraft, Compressor
+    from engram.stores.memory.types import Memory
 
 
 @command
@@ -61,6 +62,9 @@ def maintain(
     data: Data = None,
 ) -> None:
     """Forget what faded (relevance decay), cap the count, expire TTLs, compress old memories."""
+    from engram.stores.maintenance.maintain import maintain as run_maintenance
+    from engram.stores.maintenance.types import MaintenanceSettings
+
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
