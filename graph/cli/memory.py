@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape as esc
 
+from engram.graph.cli.help import PlainCommand
 from engram.graph.cli.memory_support import (
     DEFAULT_USER,
     CliError,
@@ -75,6 +76,7 @@ Superseded = Annotated[
 ]
 All = Annotated[bool, typer.Option("--all", help="Include forgotten and superseded memories.")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+_CATEGORY_HELP = f"Only this category ({', '.join(CATEGORIES)}); repeatable."
 
 
 def command(func: F) -> F:
@@ -88,7 +90,7 @@ def command(func: F) -> F:
             err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
             raise typer.Exit(exc.code) from None
 
-    app.command(func.__name__.rstrip("_"))(run)
+    app.command(func.__name__.rstrip("_"), cls=PlainCommand)(run)
     return func
 
 
@@ -96,12 +98,13 @@ def command(func: F) -> F:
 def list_(
     user: User = None,
     category: Annotated[
-        list[str] | None, typer.Option("--category", "-c", help="Only these categories.")
+        list[str] | None,
+        typer.Option("--category", "-c", metavar="CATEGORY", help=_CATEGORY_HELP),
     ] = None,
     forgotten: Forgotten = False,
     superseded: Superseded = False,
     all_: All = False,
-    limit: Annotated[int, typer.Option(help="Show at most this many.")] = 100,
+    limit: Annotated[int, typer.Option(metavar="N", help="Show at most this many.")] = 100,
     as_json: Json = False,
     data: Data = None,
 ) -> None:
@@ -131,8 +134,11 @@ def list_(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     user: User = None,
-    k: Annotated[int, typer.Option("-k", help="How many results at most.")] = 5,
-    category: Annotated[list[str] | None, typer.Option("--category", "-c")] = None,
+    k: Annotated[int, typer.Option("-k", metavar="N", help="How many results at most.")] = 5,
+    category: Annotated[
+        list[str] | None,
+        typer.Option("--category", "-c", metavar="CATEGORY", help=_CATEGORY_HELP),
+    ] = None,
     forgotten: Forgotten = False,
     superseded: Superseded = False,
     as_json: Json = False,

@@ -26,12 +26,17 @@ from engram.graph.cli.memory_support import (
     resolve_id,
     validation_message,
 )
-from engram.stores.memory.categories import Category
+from engram.stores.memory.categories import CATEGORIES, Category
 
 if TYPE_CHECKING:  # loaded when the commands run, not for help
     from engram.stores.memory.long_term import LongTermMemory
 
 T = TypeVar("T")
+
+_CATEGORY_HELP = (
+    f"{', '.join(CATEGORIES)}. Default: guessed by the offline rules "
+    '("I prefer ...", "Alice prefers ..." -> preference), else fact.'
+)
 
 
 @command
@@ -49,22 +54,27 @@ def add(
         typer.Option(
             "--category",
             "-c",
+            metavar="CATEGORY",
             show_default=False,
-            help='Default: guessed by the offline rules ("I prefer ...", "Alice prefers ..." -> preference), else fact.',
+            help=_CATEGORY_HELP,
         ),
     ] = None,
     importance: Annotated[
         float | None,
         typer.Option(
+            metavar="0-1",
             min=0.0,
             max=1.0,
             show_default=False,
-            help="0-1 (default: the category's, e.g. preference 0.9, fact 0.8).",
+            help="Default: the category's (e.g. preference 0.9, fact 0.8).",
         ),
     ] = None,
     key: Annotated[
         str | None,
-        typer.Option(help="Attribute slug, e.g. preference.editor: a later value supersedes."),
+        typer.Option(
+            metavar="SLUG",
+            help="Attribute slug, e.g. preference.editor: a later value supersedes.",
+        ),
     ] = None,
     as_json: Json = False,
     data: Data = None,

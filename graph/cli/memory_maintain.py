@@ -36,12 +36,13 @@ def maintain(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     max_memories: Annotated[
-        int, typer.Option(min=0, help="Active memories kept per user; 0: no cap.")
+        int, typer.Option(metavar="N", min=0, help="Active memories kept per user; 0: no cap.")
     ] = 10_000,
     ttl: Annotated[
         list[str] | None,
         typer.Option(
-            help="CATEGORY=DAYS: forget memories of a category not confirmed for DAYS (repeatable)."
+            metavar="CATEGORY=DAYS",
+            help="Forget memories of a category not confirmed for DAYS (repeatable).",
         ),
     ] = None,
     compress: Annotated[
@@ -50,6 +51,7 @@ def maintain(
     model: Annotated[
         str | None,
         typer.Option(
+            metavar="MODEL",
             envvar="ENGRAM_MEMORY_MODEL",
             show_default=False,
             help=(
@@ -102,7 +104,9 @@ def maintain(
 def _compressor(spec: str | None, *, dry_run: bool) -> Compressor | None:
     """The compressor for `--model`; in a dry run one that stands for it without loading it,
     since a dry run calls no model (and so needs no API key)."""
-    if spec and dry_run:
+    if not spec:
+        return None
+    if dry_run:
         return _UncalledCompressor(spec)
     # imported here: chat model support costs every other command a second at start-up
     from engram.graph.models import ModelSpecError, load_chat_model_option

@@ -36,7 +36,8 @@ if TYPE_CHECKING:  # loaded when the commands run, not for help
 def export(
     user: User = None,
     out_file: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--out", "-o", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     forgotten: Forgotten = False,
     superseded: Superseded = False,
