@@ -1,5 +1,5 @@
 """Memory tools an agent can call: search the user's memories, remember a statement now, forget
-a memory (soft, restorable).
+a memory (soft, restorable); on request also restore a forgotten one, or delete one for good.
 
 As LangMem's `create_search_memory_tool` / `create_manage_memory_tool`, each tool is made by a
 factory whose `instructions` replace the description the model reads, and works on the store of
@@ -7,9 +7,11 @@ the graph or agent it runs in. The user is the run's (`runtime.context`, read as
 `engram.graph.run_context.context_for_run` reads it), never an argument the model fills in, so a
 model cannot reach another user's memories. Unlike LangMem's, writes go through engram's write
 policy (secrets redacted, duplicates confirmed, a changed attribute superseded), forgetting is
-restorable, and each change is announced on the custom stream (`memory.created`,
-`memory.updated`, `memory.superseded`, `memory.forgotten`, `memory.restored`;
-`engram.nodes.events`). An incognito run neither searches nor remembers.
+restorable, deleting purges the memory's text from every file of the store (as
+`engram memory delete` does), and each change is announced on the custom stream
+(`memory.created`, `memory.updated`, `memory.superseded`, `memory.forgotten`,
+`memory.restored`, `memory.deleted`; `engram.nodes.events`). An incognito run neither searches
+nor remembers.
 
 Use them with `create_agent(model, tools=memory_tools(), middleware=[EngramMiddleware()], ...)`
 or `compile_graph(model, tools=memory_tools())`.
@@ -30,9 +32,16 @@ from pydantic import Field
 from engram.graph.loop import run_sync
 from engram.graph.run_context import context_for_run
 from engram.nodes.context import Context
-from engram.nodes.events import MEMORY_FORGOTTEN, MEMORY_RESTORED, announce_writes, memory_event
+from engram.nodes.events import (
+    MEMORY_FORGOTTEN,
+    MEMORY_RESTORED,
+    announce_writes,
+    deleted_event,
+    memory_event,
+)
 from engram.nodes.extract.statement import statement_candidate
 from engram.nodes.prompts import (
+    DELETE_MEMORY_TOOL_DESCRIPTION,
     FORGET_MEMORY_TOOL_DESCRIPTION,
     REMEMBER_TOOL_DESCRIPTION,
     RESTORE_MEMORY_TOOL_DESCRIPTION,
@@ -45,12 +54,16 @@ INCOGNITO_ANSWER = "Memory is off in this incognito chat: nothing was searched o
 NO_STORE_ANSWER = "No memory store is configured for this agent: nothing was searched or saved."
 
 
-def memory_tools(*, defaults: Context | None = None, restore: bool = False) -> list[BaseTool]:
-    """The memory tools: `search_memory`, `remember` and `forget_memory` (and `restore_memory`).
+def memory_tools(
+    *, defaults: Context | None = None, restore: bool = False, delete: bool = False
+) -> list[BaseTool]:
+    """The memory tools: `search_memory`, `remember` and `forget_memory` (and `restore_memory`,
+    `delete_memory`).
 
     Args:
         defaults: Settings for runs whose context is not an engram `Context`.
         restore: Also the tool that restores a forgotten memory.
+        delete: Also the tool that deletes a memory for good (not restorable).
 
     Example:
         >>> [t.name for t in memory_tools()]
@@ -63,6 +76,8 @@ def memory_tools(*, defaults: Context | None = None, restore: bool = False) -> l
     ]
     if restore:
         tools.append(create_restore_memory_tool(defaults=defaults))
+    if delete:
+        tools.append(create_delete_memory_tool(defaults=defaults))
     return tools
 
 
@@ -207,6 +222,37 @@ def create_restore_memory_tool(
         return f"Restored: {result.memory.content}", result.memory.id
 
     return _tool(restore_memory, "restore_memory", instructions)
+
+
+def create_delete_memory_tool(
+    *, instructions: str = DELETE_MEMORY_TOOL_DESCRIPTION, defaults: Context | None = None
+) -> BaseTool:
+    """A tool that deletes one of the run's user's memories for good, through the deletion
+    `engram memory delete` uses: the memory, its duplicate records and its maintenance journal
+    entry go, and its text is purged from the store's files (`LongTermMemory.adelete`). Emits
+    `memory.deleted`; not in `memory_tools()` unless asked for. Its artifact is the deleted
+    memory's id, or None.
+
+    Args:
+        instructions: The description the model reads.
+        defaults: Settings for runs whose context is not an engram `Context`.
+    """
+
+    async def delete_memory(
+        memory_id: Annotated[str, Field(min_length=1, description="The memory's id.")],
+        *,
+        runtime: ToolRuntime[Any, Any],
+    ) -> tuple[str, str | None]:
+        ctx, ltm = _scope(runtime, defaults)
+        if ltm is None:
+            return NO_STORE_ANSWER, None
+        memory_id = memory_id.strip()
+        if not await ltm.adelete(ctx.user_id, memory_id):
+            return f"No memory has the id {memory_id!r}: search_memory gives the ids.", None
+        runtime.stream_writer(deleted_event(ctx.user_id, memory_id))
+        return f"Deleted for good: memory {memory_id}.", memory_id
+
+    return _tool(delete_memory, "delete_memory", instructions)
 
 
 def _tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:

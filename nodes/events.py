@@ -8,7 +8,9 @@ or to undo its creation: `engram.stores.memory.undo`), `category`, `content`, `i
 - `memory.created`: a new memory (a new value that supersedes an old one included);
 - `memory.updated`: an existing memory confirmed or merged with a new statement;
 - `memory.superseded`: an old value replaced by a new one (kept as history);
-- `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back.
+- `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back;
+- `memory.deleted`: deleted for good (`deleted_event`): only `event`, `user_id` and `memory_id`,
+  since what a person deletes should not live on in an app's event log.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ MEMORY_UPDATED = "memory.updated"
 MEMORY_SUPERSEDED = "memory.superseded"
 MEMORY_FORGOTTEN = "memory.forgotten"
 MEMORY_RESTORED = "memory.restored"
+MEMORY_DELETED = "memory.deleted"
 
 QUIET_ACTIONS = ("unchanged", "dropped")
 """Write-policy outcomes that change nothing and are not announced."""
@@ -49,6 +52,17 @@ def memory_event(name: str, user_id: str, memory: Memory, **extra: Any) -> dict[
         "key": memory.key,
         **extra,
     }
+
+
+def deleted_event(user_id: str, memory_id: str) -> dict[str, Any]:
+    """The `memory.deleted` event: which memory of which user is gone for good, and nothing of
+    what it said.
+
+    Example:
+        >>> deleted_event("alice", "3f2c9a1e")
+        {'event': 'memory.deleted', 'user_id': 'alice', 'memory_id': '3f2c9a1e'}
+    """
+    return {"event": MEMORY_DELETED, "user_id": user_id, "memory_id": memory_id}
 
 
 def announce_writes(writer: Writer, user_id: str, results: Sequence[WriteResult]) -> None:

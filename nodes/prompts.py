@@ -189,3 +189,10 @@ RESTORE_MEMORY_TOOL_DESCRIPTION = """Bring back a long-term memory of the user t
 by its id. Call it when the user asks you to remember again something they had you forget."""
 """Description of the `restore_memory` tool (`engram.graph.tools`), not in `memory_tools()`'s
 default set."""
+
+DELETE_MEMORY_TOOL_DESCRIPTION = """Delete one of the user's long-term memories for good, by the
+id that `search_memory` or `remember` gave. Call it only when the user asks for a memory to be
+erased permanently; it cannot be undone. When the user only wants you to stop using a memory,
+forget it instead."""
+"""Description of the `delete_memory` tool (`engram.graph.tools`), not in `memory_tools()`'s
+default set."""

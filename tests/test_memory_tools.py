@@ -1,10 +1,12 @@
-"""The memory tools an agent calls (search, remember, forget), in a `create_agent` agent and in
-the graph: scoped to the run's user, through the write policy, announced, undoable."""
+"""The memory tools an agent calls (search, remember, forget; restore and delete on request), in
+a `create_agent` agent and in the graph: scoped to the run's user, through the write policy,
+announced, undoable (deletion excepted, which purges)."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +15,12 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
+from test_deletion_files import files_holding
 
 from engram.graph import Context, EngramMiddleware, compile_graph
 from engram.graph.tools import memory_tools
 from engram.nodes.extract.statement import statement_candidate
+from engram.stores.chroma.store import ChromaStore
 from engram.stores.memory.long_term import LongTermMemory
 
 
@@ -180,3 +184,68 @@ def test_an_incognito_run_neither_searches_nor_remembers() -> None:
     )
     assert out["messages"][2].content.startswith("Memory is off")
     assert LongTermMemory(store).list("alice") == []
+
+
+@pytest.mark.parametrize("kind", ["graph", "agent"])
+async def test_the_opt_in_delete_tool_purges_the_memory_from_every_file(
+    kind: str, tmp_path: Path
+) -> None:
+    store = ChromaStore(
+        path=tmp_path / "chroma",
+        index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]},
+    )
+    try:
+        ltm = LongTermMemory(store)
+        [gone] = ltm.upsert("alice", [statement_candidate("Alice keeps an iguana named Wobbleton")])
+        ltm.upsert("alice", [statement_candidate("Alice studied violin with Krzanowski")])
+        [bobs] = ltm.upsert("bob", [statement_candidate("Bob's parrot is called Fandangolo")])
+        assert files_holding(tmp_path, "Wobbleton")
+        assert "delete_memory" not in [t.name for t in memory_tools()]
+        tools = memory_tools(delete=True)
+        model = ToolCallingChatModel(
+            messages=iter(
+                [
+                    _call("delete_memory", {"memory_id": bobs.memory.id}),  # not alice's
+                    _call("delete_memory", {"memory_id": gone.memory.id}),
+                    AIMessage("It is gone for good."),
+                ]
+            )
+        )
+        app = (
+            compile_graph(model, store=store, checkpointer=InMemorySaver(), tools=tools)
+            if kind == "graph"
+            else create_agent(
+                model,
+                tools=tools,
+                middleware=[EngramMiddleware()],
+                store=store,
+                checkpointer=InMemorySaver(),
+                context_schema=Context,
+            )
+        )
+        config = _config()
+        events = [
+            e
+            async for e in app.astream(
+                {"messages": [HumanMessage("Erase that pet memory completely, please.")]},
+                config,
+                context=Context(user_id="alice"),
+                stream_mode="custom",
+            )
+        ]
+        deleted = [e for e in events if e["event"] == "memory.deleted"]
+        assert deleted == [
+            {"event": "memory.deleted", "user_id": "alice", "memory_id": gone.memory.id}
+        ]
+        messages = (await app.aget_state(config)).values["messages"]
+        refused, done = messages[2], messages[4]
+        assert refused.content.startswith("No memory has the id") and refused.artifact is None
+        assert done.artifact == gone.memory.id
+
+        assert ltm.get("alice", gone.memory.id) is None
+        assert ltm.get("bob", bobs.memory.id) is not None
+        assert [m.content for m in ltm.list("alice")] == ["Alice studied violin with Krzanowski"]
+    finally:
+        store.close()
+    assert files_holding(tmp_path, "Wobbleton") == []  # the raw bytes of every file
+    assert files_holding(tmp_path, "Krzanowski") and files_holding(tmp_path, "Fandangolo")

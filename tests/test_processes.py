@@ -22,7 +22,7 @@ from engram.stores.memory.long_term import LongTermMemory
 
 SCRIPT = Path(__file__).with_name("processes.py")
 NAMESPACE = ("shared", "items")
-ENGRAM = "from engram.graph.cli import app; app()"  # the `engram` command
+ENGRAM = "from engram.graph.cli import main; main()"  # the `engram` console script
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import typer
 
 from engram.graph.cli.eval import app as eval_app
 from engram.graph.cli.memory import app as memory_app
+from engram.graph.cli.memory_support import ends_with_command
 
 app = typer.Typer(
     name="engram",
@@ -16,3 +17,9 @@ app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
+
+
+def main() -> None:
+    """The `engram` console script: `app`, in a process that ends with the command."""
+    ends_with_command()
+    app()

@@ -34,26 +34,32 @@ def suites(
     ctx: typer.Context,
     suite: Annotated[
         Path | None,
-        typer.Option(help="A dialog file or a folder of them (default: the bundled suites)."),
+        typer.Option(
+            metavar="PATH",
+            help="A dialog file or a folder of them (default: the bundled suites).",
+        ),
     ] = None,
     model: Annotated[
         str | None,
         typer.Option(
+            metavar="MODEL",
             help="The answering model to budget prompts for (its tokenizer and context window), "
-            "e.g. openai:gpt-4o-mini. Replies stay scripted: it is never called."
+            "e.g. openai:gpt-4o-mini. Replies stay scripted: it is never called.",
         ),
     ] = None,
     memory_model: Annotated[
         str | None,
         typer.Option(
+            metavar="MODEL",
             help="The model that summarizes and extracts: provider:model, local, local:0.5b, "
-            "local:1.5b or a .gguf path (default: offline built-ins)."
+            "local:1.5b or a .gguf path (default: offline built-ins).",
         ),
     ] = None,
-    out: Annotated[Path, typer.Option(help=_OUT_HELP)] = DEFAULT_OUT,
+    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
     jobs: Annotated[
-        int | None, typer.Option(help="Dialogs replayed at once (default: cores, at most 4).")
+        int | None,
+        typer.Option(metavar="N", help="Dialogs replayed at once (default: cores, at most 4)."),
     ] = None,
 ) -> None:
     """Replay dialog suites through the memory graph and report memory-quality metrics.
@@ -80,22 +86,29 @@ def suites(
 
 @app.command()
 def locomo(
-    data: Annotated[Path, typer.Option(help="LoCoMo JSON (locomo10.json or a subset of it).")],
+    data: Annotated[
+        Path,
+        typer.Option(metavar="FILE", help="LoCoMo JSON (locomo10.json or a subset of it)."),
+    ],
     conversations: Annotated[
-        str | None, typer.Option(help="Comma-separated sample ids (default: all in the file).")
+        str | None,
+        typer.Option(metavar="IDS", help="Comma-separated sample ids (default: all in the file)."),
     ] = None,
     mode: Annotated[
         str,
         typer.Option(
+            metavar="engine|graph",
             help="engine: rank turns with engram's retriever; graph: ingest through the graph "
-            "and score its recall path (slow)."
+            "and score its recall path (slow).",
         ),
     ] = "engine",
     memory_model: Annotated[
         str | None,
-        typer.Option(help="Graph mode only: the model that summarizes and extracts."),
+        typer.Option(
+            metavar="MODEL", help="Graph mode only: the model that summarizes and extracts."
+        ),
     ] = None,
-    out: Annotated[Path, typer.Option(help=_OUT_HELP)] = DEFAULT_OUT,
+    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
 ) -> None:
     """LoCoMo retrieval: any@k / all@k / frac@k of the evidence turns, overall and by category."""

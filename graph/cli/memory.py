@@ -23,6 +23,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.markup import escape as esc
 
+from engram.graph.cli.help import PlainCommand
 from engram.graph.cli.memory_support import (
     DEFAULT_USER,
     CliError,
@@ -37,13 +38,7 @@ from engram.graph.cli.memory_support import (
     resolve_id,
     stats_table,
 )
-from engram.stores.memory.journal import JournalEntry
-from engram.stores.memory.long_term import LongTermMemory
-from engram.stores.memory.markdown import status_of
-from engram.stores.memory.types import CATEGORIES, Category
-from engram.stores.memory.users import stats_steps
-from engram.stores.namespaces import journal_namespace
-from engram.stores.steps import run_steps
+from engram.stores.memory.categories import CATEGORIES, Category
 
 app = typer.Typer(
     help="Inspect and manage a user's long-term memories.",
@@ -81,6 +76,7 @@ Superseded = Annotated[
 ]
 All = Annotated[bool, typer.Option("--all", help="Include forgotten and superseded memories.")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+_CATEGORY_HELP = f"Only this category ({', '.join(CATEGORIES)}); repeatable."
 
 
 def command(func: F) -> F:
@@ -94,7 +90,7 @@ def command(func: F) -> F:
             err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
             raise typer.Exit(exc.code) from None
 
-    app.command(func.__name__.rstrip("_"))(run)
+    app.command(func.__name__.rstrip("_"), cls=PlainCommand)(run)
     return func
 
 
@@ -102,12 +98,13 @@ def command(func: F) -> F:
 def list_(
     user: User = None,
     category: Annotated[
-        list[str] | None, typer.Option("--category", "-c", help="Only these categories.")
+        list[str] | None,
+        typer.Option("--category", "-c", metavar="CATEGORY", help=_CATEGORY_HELP),
     ] = None,
     forgotten: Forgotten = False,
     superseded: Superseded = False,
     all_: All = False,
-    limit: Annotated[int, typer.Option(help="Show at most this many.")] = 100,
+    limit: Annotated[int, typer.Option(metavar="N", help="Show at most this many.")] = 100,
     as_json: Json = False,
     data: Data = None,
 ) -> None:
@@ -137,14 +134,19 @@ def list_(
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.")],
     user: User = None,
-    k: Annotated[int, typer.Option("-k", help="How many results at most.")] = 5,
-    category: Annotated[list[str] | None, typer.Option("--category", "-c")] = None,
+    k: Annotated[int, typer.Option("-k", metavar="N", help="How many results at most.")] = 5,
+    category: Annotated[
+        list[str] | None,
+        typer.Option("--category", "-c", metavar="CATEGORY", help=_CATEGORY_HELP),
+    ] = None,
     forgotten: Forgotten = False,
     superseded: Superseded = False,
     as_json: Json = False,
     data: Data = None,
 ) -> None:
     """Recall memories as the graph would, best first (does not count as a recall)."""
+    from engram.stores.memory.long_term import LongTermMemory
+
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
         ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
@@ -191,6 +193,10 @@ def show(
     data: Data = None,
 ) -> None:
     """Show one memory: every field, its history and what maintenance did to it."""
+    from engram.stores.memory.journal import JournalEntry
+    from engram.stores.memory.markdown import status_of
+    from engram.stores.namespaces import journal_namespace
+
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
         memory = resolve_id(backend, user_id, memory_id)
@@ -238,6 +244,9 @@ def stats(
     data: Data = None,
 ) -> None:
     """Counts per state and category, for one user or (without --user) for every user."""
+    from engram.stores.memory.users import stats_steps
+    from engram.stores.steps import run_steps
+
     with open_backend(data) as backend:
         users = [ensure_user(backend, user)] if user else known_users(backend.store)
         found = [run_steps(backend.store, stats_steps(u)) for u in users]

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape as esc
 
 from engram.graph.cli.memory import Data, Json, User, Yes, command
@@ -27,12 +26,17 @@ from engram.graph.cli.memory_support import (
     resolve_id,
     validation_message,
 )
-from engram.stores.memory.long_term import LongTermMemory
-from engram.stores.memory.types import Category
-from engram.stores.memory.users import delete_user, stats_steps
-from engram.stores.steps import run_steps
+from engram.stores.memory.categories import CATEGORIES, Category
+
+if TYPE_CHECKING:  # loaded when the commands run, not for help
+    from engram.stores.memory.long_term import LongTermMemory
 
 T = TypeVar("T")
+
+_CATEGORY_HELP = (
+    f"{', '.join(CATEGORIES)}. Default: guessed by the offline rules "
+    '("I prefer ...", "Alice prefers ..." -> preference), else fact.'
+)
 
 
 @command
@@ -50,22 +54,27 @@ def add(
         typer.Option(
             "--category",
             "-c",
+            metavar="CATEGORY",
             show_default=False,
-            help='Default: guessed by the offline rules ("I prefer ...", "Alice prefers ..." -> preference), else fact.',
+            help=_CATEGORY_HELP,
         ),
     ] = None,
     importance: Annotated[
         float | None,
         typer.Option(
+            metavar="0-1",
             min=0.0,
             max=1.0,
             show_default=False,
-            help="0-1 (default: the category's, e.g. preference 0.9, fact 0.8).",
+            help="Default: the category's (e.g. preference 0.9, fact 0.8).",
         ),
     ] = None,
     key: Annotated[
         str | None,
-        typer.Option(help="Attribute slug, e.g. preference.editor: a later value supersedes."),
+        typer.Option(
+            metavar="SLUG",
+            help="Attribute slug, e.g. preference.editor: a later value supersedes.",
+        ),
     ] = None,
     as_json: Json = False,
     data: Data = None,
@@ -75,7 +84,10 @@ def add(
     if text == "-":
         text = read_stdin_text("the memory")
     # loaded here: the offline rules cost every other command 0.4 s at start-up
+    from pydantic import ValidationError
+
     from engram.nodes.extract.statement import statement_candidate
+    from engram.stores.memory.long_term import LongTermMemory
 
     try:
         candidate = statement_candidate(text, category=category, importance=importance, key=key)
@@ -115,7 +127,7 @@ def forget(
 ) -> None:
     """Forget a memory: no longer recalled, kept and restorable."""
     user_id = user or DEFAULT_USER
-    memory = _change(data, user_id, memory_id, LongTermMemory.forget)
+    memory = _change(data, user_id, memory_id, lambda ltm, u, i: ltm.forget(u, i))
     if as_json:
         print_json(memory.to_value())
         return
@@ -135,7 +147,7 @@ def restore(
 ) -> None:
     """Undo forgetting or maintenance (importance, compression) on a memory."""
     user_id = user or DEFAULT_USER
-    result = _change(data, user_id, memory_id, LongTermMemory.restore)
+    result = _change(data, user_id, memory_id, lambda ltm, u, i: ltm.restore(u, i))
     if as_json:
         print_json(
             {
@@ -171,6 +183,8 @@ def delete(
     data: Data = None,
 ) -> None:
     """Delete one memory, or everything of a user (--all), for good: not restorable."""
+    from engram.stores.memory.long_term import LongTermMemory
+
     if (memory_id is None) == (not all_):
         raise CliError("give a memory ID, or --all --user USER (not both)", code=2)
     if all_ and user is None:
@@ -196,6 +210,9 @@ def delete(
 
 
 def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> None:
+    from engram.stores.memory.users import delete_user, stats_steps
+    from engram.stores.steps import run_steps
+
     ensure_user(backend, user_id)
     if not yes:
         stats = run_steps(backend.store, stats_steps(user_id))
@@ -233,6 +250,8 @@ def _change(
     Raises:
         CliError: No such memory, or it was deleted while the command ran (nothing changed).
     """
+    from engram.stores.memory.long_term import LongTermMemory
+
     with open_backend(data) as backend:
         found = resolve_id(backend, user_id, memory_id)
         result = change(LongTermMemory(backend.store), user_id, found.id)

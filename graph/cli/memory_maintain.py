@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape as esc
@@ -22,9 +22,10 @@ from engram.graph.cli.memory_support import (
     out,
     print_json,
 )
-from engram.stores.maintenance.maintain import maintain as run_maintenance
-from engram.stores.maintenance.types import CompressedDraft, Compressor, MaintenanceSettings
-from engram.stores.memory.types import Memory
+
+if TYPE_CHECKING:  # loaded when the command runs, not for help
+    from engram.stores.maintenance.types import CompressedDraft, Compressor
+    from engram.stores.memory.types import Memory
 
 
 @command
@@ -35,12 +36,13 @@ def maintain(
     ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     max_memories: Annotated[
-        int, typer.Option(min=0, help="Active memories kept per user; 0: no cap.")
+        int, typer.Option(metavar="N", min=0, help="Active memories kept per user; 0: no cap.")
     ] = 10_000,
     ttl: Annotated[
         list[str] | None,
         typer.Option(
-            help="CATEGORY=DAYS: forget memories of a category not confirmed for DAYS (repeatable)."
+            metavar="CATEGORY=DAYS",
+            help="Forget memories of a category not confirmed for DAYS (repeatable).",
         ),
     ] = None,
     compress: Annotated[
@@ -49,6 +51,7 @@ def maintain(
     model: Annotated[
         str | None,
         typer.Option(
+            metavar="MODEL",
             envvar="ENGRAM_MEMORY_MODEL",
             show_default=False,
             help=(
@@ -61,6 +64,9 @@ def maintain(
     data: Data = None,
 ) -> None:
     """Forget what faded (relevance decay), cap the count, expire TTLs, compress old memories."""
+    from engram.stores.maintenance.maintain import maintain as run_maintenance
+    from engram.stores.maintenance.types import MaintenanceSettings
+
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
@@ -98,7 +104,9 @@ def maintain(
 def _compressor(spec: str | None, *, dry_run: bool) -> Compressor | None:
     """The compressor for `--model`; in a dry run one that stands for it without loading it,
     since a dry run calls no model (and so needs no API key)."""
-    if spec and dry_run:
+    if not spec:
+        return None
+    if dry_run:
         return _UncalledCompressor(spec)
     # imported here: chat model support costs every other command a second at start-up
     from engram.graph.models import ModelSpecError, load_chat_model_option

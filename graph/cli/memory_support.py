@@ -9,6 +9,7 @@ another. Errors are `CliError`s, printed in one line with their exit code (1: no
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -19,31 +20,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from langgraph.store.base import BaseStore, IndexConfig
-from pydantic import ValidationError
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from engram.stores.chroma.store import ChromaStore, default_index
-from engram.stores.memory.long_term import LongTermMemory
-from engram.stores.memory.markdown import status_of
-from engram.stores.memory.types import Memory
-from engram.stores.memory.users import (
-    UserStats,
-    memories_steps,
-    user_namespaces_steps,
-    users_steps,
-)
-from engram.stores.namespaces import check_user
 from engram.stores.paths import default_checkpoint_path, default_data_dir
-from engram.stores.steps import run_steps
 
-if TYPE_CHECKING:  # loaded when used: each costs every command's start-up
+# The store and the memory model are imported inside the functions that use them: help
+# (`engram --help`, `engram memory --help`) then loads neither chromadb nor langgraph.
+if TYPE_CHECKING:
+    from langgraph.store.base import BaseStore, IndexConfig
+    from pydantic import ValidationError
+
     from engram.graph.checkpoint import ThreadedSqliteSaver
     from engram.graph.postgres import ThreadedPostgresSaver
+    from engram.stores.chroma.store import ChromaStore
     from engram.stores.maintenance.types import MaintenanceReport
+    from engram.stores.memory.types import Memory
+    from engram.stores.memory.users import UserStats
 
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
 POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
@@ -55,6 +50,20 @@ SHORT_ID = 8
 
 out = Console(soft_wrap=False)
 err = Console(stderr=True)
+
+_process_ends_with_command = False
+"""Set by `ends_with_command` (the `engram` console script), not when the app runs in-process."""
+
+
+def ends_with_command() -> None:
+    """Declare that this process ends when the command does, as the `engram` console script's
+    does: what a command loads (chromadb, langgraph, the store) then lives until the end, and
+    once the store is open the cyclic collector stops scanning it again (`gc.freeze`). Its full
+    passes over those objects, one during the command and one at exit, cost a store command
+    about 0.1 s of CPU; a process that runs the app in-process (tests, `CliRunner`) keeps its
+    collector as it is."""
+    global _process_ends_with_command
+    _process_ends_with_command = True
 
 
 class CliError(Exception):
@@ -119,6 +128,8 @@ def open_backend(data: str | None, *, create: bool = False) -> Backend:
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers.
     """
+    from engram.stores.chroma.store import ChromaStore
+
     url = data if data and data.lower().startswith(("http://", "https://")) else None
     if data and url is None and (scheme := _URL_SCHEME.match(data)):
         raise CliError(
@@ -133,17 +144,19 @@ def open_backend(data: str | None, *, create: bool = False) -> Backend:
             store = ChromaStore.from_url(url, index=_index())
         except (ConnectionError, ValueError) as exc:
             raise CliError(str(exc)) from exc
-        return Backend(store, url, default_checkpoint_path())
+        return _loaded(Backend(store, url, default_checkpoint_path()))
     folder = Path(data) if data else default_data_dir()
     if not create and not (folder / "chroma").is_dir():
         raise CliError(
             f"no engram data in {folder}/ (nothing has been stored there yet); pass --data DIR "
             "or set ENGRAM_DATA_DIR to the folder the graph uses"
         )
-    return Backend(
-        ChromaStore(path=folder / "chroma", index=_index()),
-        f"{folder}/",
-        folder / "checkpoints.sqlite",
+    return _loaded(
+        Backend(
+            ChromaStore(path=folder / "chroma", index=_index()),
+            f"{folder}/",
+            folder / "checkpoints.sqlite",
+        )
     )
 
 
@@ -179,6 +192,9 @@ def validation_message(exc: ValidationError) -> str:
 
 def known_users(store: BaseStore) -> list[str]:
     """Users with memories."""
+    from engram.stores.memory.users import users_steps
+    from engram.stores.steps import run_steps
+
     return run_steps(store, users_steps())
 
 
@@ -188,6 +204,9 @@ def all_memories(backend: Backend, user_id: str) -> list[Memory]:
     Raises:
         CliError: The user has nothing stored at all (exit 1), or the id is not valid.
     """
+    from engram.stores.memory.users import memories_steps
+    from engram.stores.steps import run_steps
+
     memories = run_steps(backend.store, memories_steps(checked_user(user_id)))
     if not memories:
         ensure_user(backend, user_id)
@@ -200,6 +219,9 @@ def ensure_user(backend: Backend, user_id: str) -> str:
     Raises:
         CliError: Nothing is stored for the user (exit 1), or the id is not valid (exit 2).
     """
+    from engram.stores.memory.users import user_namespaces_steps
+    from engram.stores.steps import run_steps
+
     if not run_steps(backend.store, user_namespaces_steps(checked_user(user_id))):
         raise unknown_user(backend, user_id)
     return user_id
@@ -214,6 +236,8 @@ def unknown_user(backend: Backend, user_id: str) -> CliError:
 
 def checked_user(user_id: str) -> str:
     """The user id (any non-empty string), or a usage error."""
+    from engram.stores.namespaces import check_user
+
     try:
         return check_user(user_id)
     except ValueError as exc:
@@ -226,6 +250,8 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     Raises:
         CliError: No such memory, or the prefix matches several.
     """
+    from engram.stores.memory.long_term import LongTermMemory
+
     memory = LongTermMemory(backend.store).get(checked_user(user_id), given)
     if memory is not None:
         return memory
@@ -264,6 +290,8 @@ def memory_table(
 ) -> Table:
     """One row per memory: short id, category, importance, content, state, recalls, and the
     update date when the terminal is wide enough."""
+    from engram.stores.memory.markdown import status_of
+
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("id", style="cyan", no_wrap=True)
     if scores is not None:
@@ -352,9 +380,17 @@ def maintenance_table(report: MaintenanceReport) -> Table:
     return table
 
 
+def _loaded(backend: Backend) -> Backend:
+    """The backend, once what opening it loaded is spared the collector (`ends_with_command`)."""
+    if _process_ends_with_command:
+        gc.freeze()
+    return backend
+
+
 def _index() -> IndexConfig:
     """The graph's index (`default_index`) with an embedder that loads on first use: listing
     or exporting memories needs no model."""
+    from engram.stores.chroma.store import default_index
     from engram.stores.embeddings import LocalEmbeddings
 
     return default_index(LocalEmbeddings())

@@ -8,7 +8,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape as esc
@@ -27,18 +27,17 @@ from engram.graph.cli.memory_support import (
     print_json,
     read_stdin_text,
 )
-from engram.stores.memory.importer import ImportPlan, import_steps, plan_import
-from engram.stores.memory.markdown import MarkdownError, parse_markdown, render_markdown, same_text
-from engram.stores.memory.types import utc_now
-from engram.stores.memory.users import memories_steps
-from engram.stores.steps import run_steps
+
+if TYPE_CHECKING:  # loaded when the commands run, not for help
+    from engram.stores.memory.importer import ImportPlan
 
 
 @command
 def export(
     user: User = None,
     out_file: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here instead of stdout.")
+        Path | None,
+        typer.Option("--out", "-o", metavar="FILE", help="Write here instead of stdout."),
     ] = None,
     forgotten: Forgotten = False,
     superseded: Superseded = False,
@@ -47,6 +46,9 @@ def export(
     data: Data = None,
 ) -> None:
     """Export as a readable, editable memory.md (categories as sections, ids in comments)."""
+    from engram.stores.memory.markdown import render_markdown
+    from engram.stores.memory.types import utc_now
+
     user_id = user or DEFAULT_USER
     with open_backend(data) as backend:
         memories = all_memories(backend, user_id)
@@ -89,6 +91,12 @@ def import_(
     data: Data = None,
 ) -> None:
     """Apply an edited memory.md: shows the changes, then asks before applying them."""
+    from engram.stores.memory.importer import import_steps, plan_import
+    from engram.stores.memory.markdown import MarkdownError, parse_markdown
+    from engram.stores.memory.types import utc_now
+    from engram.stores.memory.users import memories_steps
+    from engram.stores.steps import run_steps
+
     if as_json and not (yes or dry_run):
         raise CliError(
             "importing asks for confirmation; with --json pass --yes or --dry-run", code=2
@@ -142,6 +150,8 @@ def import_(
 
 
 def _print_plan(plan: ImportPlan) -> None:
+    from engram.stores.memory.markdown import same_text
+
     signs = {
         "add": "[green]+ add[/green]",
         "edit": "[yellow]~ edit[/yellow]",

@@ -13,18 +13,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 from uuid import uuid4
 
 from langgraph.store.base import Item, PutOp
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
+from engram.stores.memory.categories import CATEGORIES, Category  # noqa: F401  (re-exported)
 from engram.stores.memory.content import MAX_CONTENT_CHARS, content_problem
-from engram.stores.secrets import redact, redact_data
 from engram.stores.text import valid_unicode
-
-Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
-CATEGORIES: tuple[str, ...] = get_args(Category)
 
 DEFAULT_IMPORTANCE: dict[str, float] = {
     "preference": 0.9,
@@ -300,6 +297,9 @@ def memory_put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
     merge, maintenance, an import, an access update of a memory stored before a redaction rule
     existed), no secret reaches the store or its BM25 index.
     """
+    # loaded on the first write: the redaction rules cost commands that only read 0.05 s
+    from engram.stores.secrets import redact, redact_data
+
     value = memory.to_value()
     value["content"] = redact(value["content"]).text
     value["structured_data"] = redact_data(value["structured_data"])

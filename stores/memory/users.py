@@ -27,9 +27,8 @@ import contextlib
 import sqlite3
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 
 from engram.stores.memory.types import Memory
@@ -42,6 +41,9 @@ from engram.stores.namespaces import (
     user_of_label,
 )
 from engram.stores.steps import Steps, arun_steps, run_steps
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 _NO_LOCK = contextlib.nullcontext()
 PAGE = 100_000
