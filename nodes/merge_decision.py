@@ -2,7 +2,9 @@
 
 The write policy asks it about a new memory whose most similar memory of the same category is
 too similar to add blindly and not similar enough (or too different in its specifics) to merge by
-rule (`engram.stores.memory.decision`). The model answers `MergeChoice` through
+rule (`engram.stores.memory.decision`). The model names the relation of the two memories
+(`update` -> replace, `more_detail` -> merge, `different_thing` -> keep both) and writes them as
+one statement, in `MergeChoice`, through
 `engram.nodes.model_calls`: the output is bounded (`DECISION_MAX_TOKENS`, the schema's enum and
 `maxLength`, which llama.cpp enforces as a grammar), the call has a timeout, and an answer that
 does not parse gets one corrective retry. After that `adecide` raises `MergeDecisionError`; the
@@ -11,7 +13,13 @@ records as a `merge_decision` failure (`decision_failures`).
 
 Both memories are shown between their own tags, escaped (`engram.nodes.escape.escape_recalled`):
 nothing in a memory can close its tag or open another, so a recalled text cannot change the
-prompt's structure. The prompts hold no example memory a small model could copy.
+prompt's structure. The prompts hold no example memory a small model could copy, and a merged
+text that copies the instructions instead of the memories is refused (`MergeDecisionError`).
+
+Small models: asked "replace, merge or keep_both?", Qwen2.5-Coder-0.5B answered `replace` for
+every pair (superseding memories about different things); asked for the relation, it answers
+`different_thing` for nearly every pair, the same outcome as the rule. The relation is asked
+because a model that cannot tell then fails safe.
 
 Example:
     >>> import asyncio
@@ -19,7 +27,7 @@ Example:
     >>> class Canned:  # any chat model with structured output
     ...     def with_structured_output(self, schema):
     ...         from langchain_core.runnables import RunnableLambda
-    ...         return RunnableLambda(lambda _: schema(action="replace"))
+    ...         return RunnableLambda(lambda _: schema(relation="update", merged=""))
     >>> old = Memory.new("The user lives in Berlin", "fact", 0.8, now="2026-01-01T00:00:00+00:00")
     >>> question = MergeQuestion(old, "The user moved to Lisbon", similarity=0.51)
     >>> asyncio.run(LLMMergeDecider(Canned()).adecide(question)).action
@@ -29,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -40,30 +49,45 @@ from engram.nodes.escape import escape_recalled
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model_calls import ainvoke_structured, call_timeout, structured
 from engram.nodes.prompts import MERGE_DECISION_SYSTEM_PROMPT, MERGE_DECISION_USER_PROMPT
-from engram.stores.memory.decision import MergeDecision, MergeDecisionError, MergeQuestion
+from engram.stores.memory.decision import (
+    MergeAction,
+    MergeDecision,
+    MergeDecisionError,
+    MergeQuestion,
+)
 from engram.stores.memory.types import WriteResult
 
 DECISION_MAX_TOKENS = 256
 """Output limit of one decision call (an action and at most `MERGED_MAX_CHARS` characters)."""
 MERGED_MAX_CHARS = 600
 """Characters of a merged memory at most (two extracted memories are 300 each at most)."""
+COPIED_WORDS = 6
+"""A merged text sharing this many consecutive words with the instructions copied them."""
+
+Relation = Literal["different_thing", "more_detail", "update"]
+ACTIONS: dict[str, MergeAction] = {
+    "different_thing": "keep_both",
+    "more_detail": "merge",
+    "update": "replace",
+}
+"""The write policy's action for each relation the model names."""
 
 
 class MergeChoice(BaseModel):
-    """Decide what to keep of a saved memory about the user and a similar new memory."""
+    """Compare a saved memory about the user with a new, similar memory."""
 
-    action: Literal["replace", "merge", "keep_both"] = Field(
+    relation: Relation = Field(
         description=(
-            "replace: the new memory changes or corrects the saved one; merge: both stay true "
-            "and become one memory; keep_both: they are separate memories."
+            "different_thing: they are about different things; more_detail: the new memory "
+            "adds detail about the same thing and the saved one stays true; update: it gives "
+            "a new value for the same thing."
         )
     )
     merged: str = Field(
-        default="",
         max_length=MERGED_MAX_CHARS,
         description=(
-            "Only for merge: one statement that says everything both memories say, with every "
-            "name and number as written. Empty otherwise."
+            "Both memories as one statement about the user, every name, number and identifier "
+            "kept as written."
         ),
     )
 
@@ -103,8 +127,13 @@ class LLMMergeDecider:
             )
         except RECOVERABLE_ERRORS as exc:
             raise MergeDecisionError(_describe(exc)) from exc
-        merged = choice.merged.strip() if choice.action == "merge" else ""
-        return MergeDecision(choice.action, merged or None)
+        action = ACTIONS[choice.relation]
+        if action != "merge":
+            return MergeDecision(action)
+        merged = choice.merged.strip()
+        if _copies(merged, self.system_prompt):
+            raise MergeDecisionError("the merged text copies the instructions, not the memories")
+        return MergeDecision(action, merged or None)
 
     def decide(self, question: MergeQuestion) -> MergeDecision:
         """Sync `adecide` (for callers without an event loop)."""
@@ -141,6 +170,21 @@ def decision_failures(results: Sequence[WriteResult]) -> list[dict[str, str]]:
         for result in results
         if result.decision == "failed"
     ]
+
+
+def _copies(text: str, instructions: str) -> bool:
+    """Whether `text` repeats `COPIED_WORDS` consecutive words of `instructions`."""
+    words = _words(text)
+    grams = {tuple(words[i : i + COPIED_WORDS]) for i in range(len(words) - COPIED_WORDS + 1)}
+    source = _words(instructions)
+    return any(
+        tuple(source[i : i + COPIED_WORDS]) in grams
+        for i in range(len(source) - COPIED_WORDS + 1)
+    )
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
 
 
 def _describe(exc: BaseException) -> str:
