@@ -27,10 +27,16 @@ USER = "ann"
 
 
 @pytest.fixture(scope="module")
-def ltm_factory():
-    # A generous timeout: CI machines are shared; the point here is the model's answer.
+def index():
+    return default_index()
+
+
+@pytest.fixture
+def ltm_factory(index):
+    # One model object per test: its HTTP client belongs to the test's event loop (the llama.cpp
+    # server is shared by the process). A generous timeout: CI machines are shared; the point
+    # here is the model's answer.
     decider = make_merge_decider(local_chat_model("local:0.5b", threads=1, timeout=900))
-    index = default_index()
     return lambda: LongTermMemory(InMemoryStore(index=index), merge_decider=decider)
 
 
