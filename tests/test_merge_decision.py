@@ -16,6 +16,7 @@ from fakes import StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import GetOp
 from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.consolidate import make_consolidate
@@ -25,13 +26,16 @@ from engram.nodes.prompts import MERGE_DECISION_SYSTEM_PROMPT
 from engram.nodes.state import EngramState
 from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
+from engram.stores.steps import arun_steps, run_steps
 
 USER = "ann"
 OLD_DB = "The user uses PostgreSQL 15 for the billing service"  # similarity 0.78 to NEW_DB
 NEW_DB = "The user moved the billing service to PostgreSQL 16"
 TESTS = "The user writes tests with pytest"  # 0.68 to TESTS_DETAIL
 TESTS_DETAIL = "The user runs pytest with the -x flag to stop at the first failure"
-MERGED_TESTS = "The user writes tests with pytest and runs it with the -x flag to stop at the first failure"
+MERGED_TESTS = (
+    "The user writes tests with pytest and runs it with the -x flag to stop at the first failure"
+)
 
 
 @pytest.fixture(scope="module")
@@ -128,8 +132,9 @@ async def test_unrelated_and_near_identical_memories_are_left_to_the_rules(store
                                              category="preference")])
     unrelated = MemoryCandidate(content="The user prefers short answers without code comments",
                                 category="preference")  # 0.26: below the floor
+    # above 0.9 and nothing specific: the rule merges
     repeated = MemoryCandidate(content="The user prefers dark mode in all editors",
-                               category="preference")  # above 0.9, nothing specific: the rule merges
+                               category="preference")
     other_kind = fact("The user prefers dark mode in editors and terminals")  # another category
     results = await ltm.aupsert(USER, [unrelated, repeated, other_kind])
     assert [r.action for r in results] == ["created", "merged", "created"]
@@ -172,8 +177,8 @@ async def test_a_corrective_retry_that_parses_is_applied(store):
     [
         ("The user uses PostgreSQL for billing", "the merged text drops 15, 16"),
         (f"{OLD_DB} and {NEW_DB}, " + "as the user explained at length " * 6, "characters, more"),
-        ("The user uses PostgreSQL 15 and 16, keeping every name, number, version, path and "
-         "identifier exactly as written", "copies the instructions"),
+        (("The user uses PostgreSQL 15 and 16, keeping every name, number, version, path and "
+         "identifier exactly as written"), "copies the instructions"),
         ("", "merged without a merged text"),
     ],
 )
@@ -213,8 +218,26 @@ async def test_a_stored_memory_cannot_close_its_block_or_open_another(store):
 
 def test_a_floor_outside_the_band_is_refused():
     decider = make_merge_decider(StructuredFakeChatModel())
-    with pytest.raises(ValueError, match="decision_floor must be between 0 and duplicate_threshold"):
+    with pytest.raises(ValueError, match="decision_floor must be between 0 and duplicate"):
         LongTermMemory(InMemoryStore(), merge_decider=decider, decision_floor=0.95)
+
+
+# -- the step drivers -------------------------------------------------------------------------------
+
+def _asking():
+    reply = yield "which one?"
+    (item,) = yield [GetOp(("notes",), "missing")]
+    return reply, item
+
+
+async def test_the_drivers_answer_a_steps_questions_and_refuse_without_an_answer():
+    async def shout(question: str) -> str:
+        return question.upper()
+
+    assert run_steps(InMemoryStore(), _asking(), answer=str.upper) == ("WHICH ONE?", None)
+    assert await arun_steps(InMemoryStore(), _asking(), answer=shout) == ("WHICH ONE?", None)
+    with pytest.raises(TypeError, match="asked str and the driver has nothing to answer it"):
+        run_steps(InMemoryStore(), _asking())
 
 
 # -- through the consolidate node -----------------------------------------------------------------

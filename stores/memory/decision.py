@@ -80,7 +80,8 @@ class MergeDecisionError(RuntimeError):
 
 
 class MergeDecider(Protocol):
-    """Decides what to keep of a new memory and a similar old one (`engram.nodes.merge_decision`)."""
+    """Decides what to keep of a new memory and a similar old one
+    (`engram.nodes.merge_decision`)."""
 
     def decide(self, question: MergeQuestion) -> MergeDecision:
         """The decision; raises `MergeDecisionError`."""
