@@ -2,8 +2,9 @@
 
 `start`, `respond`, `compact` and `consolidate` are the nodes; `context` (per-run settings) and
 `state` (the graph's state) are the types they share with `engram.graph`; `extract/` holds the
-memory extractor (the LLM one and the offline rules); `summarize` and `compress` are the
-summary and compression model calls; `prompts`, `tokens`, `transcript` and `failures` serve them.
+memory extractor (the LLM one and the offline rules); `summarize`, `compress` and
+`merge_decision` are the summary, compression and merge-decision model calls; `prompts`, `tokens`,
+`transcript` and `failures` serve them.
 """
 
 from __future__ import annotations

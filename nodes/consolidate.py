@@ -13,7 +13,10 @@ It extracts from the messages not extracted from yet (evicted ones first), in wi
 3 messages (seed 002) is shown with the messages before it as context. Candidates go through
 `LongTermMemory.aupsert` (redaction, duplicate, supersede, merge, add; importance below 0.5
 dropped), and each change is announced on LangGraph's custom stream as `memory.created`,
-`memory.updated` or `memory.superseded`.
+`memory.updated` or `memory.superseded`. With a memory model, the write policy's uncertain
+similarity band is settled by the merge decider (`engram.nodes.merge_decision`); its answers are
+counted in `consolidation["decisions"]` and a decision that failed is recorded as a
+`merge_decision` failure (the threshold rule applied).
 
 Failures never lose a memory: when the memory model fails on a window (an unusable answer after
 its corrective retry, a timeout, an unreachable server), the failure is recorded in
@@ -49,8 +52,10 @@ from engram.nodes.events import announce_writes
 from engram.nodes.extract.llm import Extractor, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
+from engram.nodes.merge_decision import decision_counts, decision_failures, make_merge_decider
 from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import from_pending, split_exchanges, to_pending
+from engram.stores.memory.decision import MergeDecider
 from engram.stores.memory.long_term import LongTermMemory, WriteResult
 from engram.stores.memory.users import register_thread_op
 
@@ -90,6 +95,7 @@ def make_consolidate(
     memory_model: BaseChatModel | None,
     *,
     extractor: Extractor | None = None,
+    merge_decider: MergeDecider | None = None,
     window_messages: int = WINDOW_MESSAGES,
     window_tokens: int = WINDOW_TOKENS,
 ) -> ConsolidateNode:
@@ -98,11 +104,14 @@ def make_consolidate(
     Args:
         memory_model: Extracts memories with structured output; None uses the offline rules.
         extractor: Replaces the extractor `memory_model` would give.
+        merge_decider: Replaces the merge decider `memory_model` would give (None without a
+            memory model: the write policy's threshold rule alone).
         window_messages: Messages per extraction call at most.
         window_tokens: Tokens per extraction call, about (a single exchange is never cut).
     """
     extract = extractor if extractor is not None else make_extractor(memory_model)
     fallback = RuleExtractor() if extract.mode == "llm" else None
+    decider = merge_decider if merge_decider is not None else make_merge_decider(memory_model)
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         update = await _extract_and_write(state, runtime)
@@ -129,7 +138,7 @@ def make_consolidate(
         fresh = [m for m in state["messages"] if m.id not in seen]
         todo = _unique(pending + fresh)
         counter = counter_for_model(None)
-        ltm = LongTermMemory(runtime.store)
+        ltm = LongTermMemory(runtime.store, merge_decider=decider)
         thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
         failures: list[dict[str, str]] = []
         written: list[str] = []
@@ -154,6 +163,7 @@ def make_consolidate(
                 failures.append(record_failure("store", exc))
                 continue
             results.extend(window_results)
+            failures.extend(decision_failures(window_results))
             written.extend(ids)
 
         announce_writes(runtime.stream_writer, ctx.user_id, results)
@@ -179,6 +189,7 @@ def make_consolidate(
                 "fallback_windows": fallbacks,
                 "messages": len(written),
                 "actions": _counts(results),
+                **({"decisions": decision_counts(results)} if decider is not None else {}),
                 "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
                 "at": datetime.now(UTC).isoformat(),
             },

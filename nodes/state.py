@@ -69,6 +69,9 @@ class ConsolidationInfo(TypedDict):
     """Messages extracted from (those whose extraction or write failed are not counted)."""
     actions: dict[str, int]
     """Write-policy outcomes: created, merged, duplicate, superseded, unchanged, dropped."""
+    decisions: NotRequired[dict[str, int]]
+    """The merge decider's answers (replace, merge, keep_both; failed: the threshold rule
+    applied), when a memory model is configured (`engram.nodes.merge_decision`)."""
     memory_ids: list[str]
     """Memories created or updated."""
     at: str

@@ -5,6 +5,11 @@ A step function (`engram.stores.memory.policy`, `engram.stores.memory.users`,
 returns a value. `run_steps` drives one with `store.batch`, `arun_steps` with `await
 store.abatch`: the logic exists once, only the I/O line differs (STYLE.md).
 
+A step may also yield a question for something outside the store (the write policy asks a merge
+decider, `engram.stores.memory.decision`): anything that is not a list of operations goes to the
+driver's `answer` function (`run_steps`) or coroutine (`arun_steps`), and its return value is
+sent back into the step.
+
 Example:
     >>> from langgraph.store.base import GetOp, PutOp
     >>> from langgraph.store.memory import InMemoryStore
@@ -18,31 +23,55 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore, Op, Result
 
 T = TypeVar("T")
 Steps = Generator[list[Op], list[Result], T]
 """A store step: yields batches of operations, receives their results, returns a value."""
+AskingSteps = Generator[Any, Any, T]
+"""A store step that may also yield questions (anything but a list of operations)."""
 
 
-def run_steps(store: BaseStore, steps: Steps[T]) -> T:
-    """Run `steps` to completion with `store.batch`."""
+def run_steps(
+    store: BaseStore, steps: AskingSteps[T], answer: Callable[[Any], Any] | None = None
+) -> T:
+    """Run `steps` to completion with `store.batch`; `answer` replies to its questions."""
     try:
-        ops = next(steps)
+        request = next(steps)
         while True:
-            ops = steps.send(store.batch(ops))
+            if isinstance(request, list):
+                request = steps.send(store.batch(request))
+            else:
+                request = steps.send(_answerer(answer, request)(request))
     except StopIteration as done:
         return done.value
 
 
-async def arun_steps(store: BaseStore, steps: Steps[T]) -> T:
-    """Run `steps` to completion with `await store.abatch`."""
+async def arun_steps(
+    store: BaseStore,
+    steps: AskingSteps[T],
+    answer: Callable[[Any], Awaitable[Any]] | None = None,
+) -> T:
+    """Run `steps` to completion with `await store.abatch`; `await answer(...)` replies to its
+    questions."""
     try:
-        ops = next(steps)
+        request = next(steps)
         while True:
-            ops = steps.send(await store.abatch(ops))
+            if isinstance(request, list):
+                request = steps.send(await store.abatch(request))
+            else:
+                request = steps.send(await _answerer(answer, request)(request))
     except StopIteration as done:
         return done.value
+
+
+def _answerer(answer: Callable[[Any], Any] | None, question: Any) -> Callable[[Any], Any]:
+    if answer is None:
+        raise TypeError(
+            f"a store step asked {type(question).__name__} and the driver has nothing to answer "
+            "it with: pass answer=..."
+        )
+    return answer

@@ -29,6 +29,7 @@ RANKS: dict[str, float] = {
     "engram.nodes.extract": 1.1,
     "engram.nodes.summarize": 1.1,
     "engram.nodes.compress": 1.1,
+    "engram.nodes.merge_decision": 1.1,
     "engram.nodes.start": 1.2,
     "engram.nodes.respond": 1.3,
     "engram.nodes.compact": 1.3,

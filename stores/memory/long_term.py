@@ -7,8 +7,10 @@ recency, half-life 30 days, counted from the last update or recall) and updates 
 statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
 a store without hybrid search, relevance is the embedding similarity alone. Writes go
 through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
-similarity, add), are idempotent, and record provenance (source thread and message ids). Text
-that is not valid Unicode (a lone surrogate) is read with U+FFFD in its place.
+similarity, add), are idempotent, and record provenance (source thread and message ids). With
+a `merge_decider`, a candidate similar to a memory but not for the rules to merge is decided by
+it: replace, merge or keep both (`engram.stores.memory.decision`). Text that is not valid Unicode
+(a lone surrogate) is read with U+FFFD in its place.
 
 The logic lives once, as pure steps in `engram.stores.memory.policy`; the async methods drive it
 with `store.abatch` and the sync ones with `store.batch`.
@@ -23,6 +25,12 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import supports_hybrid
+from engram.stores.memory.decision import (
+    DECISION_FLOOR,
+    MergeDecider,
+    aanswer_with,
+    answer_with,
+)
 from engram.stores.memory.policy import (
     PolicySettings,
     get_steps,
@@ -59,7 +67,7 @@ from engram.stores.namespaces import (
     hash_namespace,
     memory_namespace,
 )
-from engram.stores.steps import Steps, arun_steps, run_steps
+from engram.stores.steps import AskingSteps, Steps, arun_steps, run_steps
 from engram.stores.text import valid_unicode
 
 
@@ -82,6 +90,11 @@ class LongTermMemory:
         lexical_weight: The lexical channel's share of the fused relevance.
         depth: Candidates taken from each channel of a hybrid search.
         clock: Returns the current time (timezone-aware); tests pass a fixed one.
+        merge_decider: Decides replace / merge / keep both for a candidate whose most similar
+            memory of its category is at least `decision_floor` similar but not for the rules
+            to merge (`engram.nodes.merge_decision.make_merge_decider`); None: the rules alone.
+        decision_floor: Similarity from which `merge_decider` is asked; the default suits
+            all-MiniLM-L6-v2 (`engram.stores.memory.decision.DECISION_FLOOR`).
 
     Example:
         >>> from langgraph.store.memory import InMemoryStore
@@ -107,10 +120,20 @@ class LongTermMemory:
         lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
         depth: int = 50,
         clock: Callable[[], datetime] = utc_now,
+        merge_decider: MergeDecider | None = None,
+        decision_floor: float = DECISION_FLOOR,
     ) -> None:
+        if merge_decider is not None and not 0 <= decision_floor <= duplicate_threshold:
+            raise ValueError(
+                f"decision_floor must be between 0 and duplicate_threshold ({duplicate_threshold}),"
+                f" got {decision_floor}"
+            )
         self.store = store
+        self.merge_decider = merge_decider
         self.policy = PolicySettings(
-            duplicate_threshold=duplicate_threshold, min_importance=min_importance
+            duplicate_threshold=duplicate_threshold,
+            min_importance=min_importance,
+            decision_floor=decision_floor if merge_decider is not None else None,
         )
         self.recall = RecallSettings(
             weights=weights,
@@ -224,7 +247,9 @@ class LongTermMemory:
             message_ids: The messages they came from, unless a candidate names its own.
         """
         return await arun_steps(
-            self.store, self._upsert(user_id, candidates, thread_id, message_ids)
+            self.store,
+            self._upsert(user_id, candidates, thread_id, message_ids),
+            aanswer_with(self.merge_decider) if self.merge_decider else None,
         )
 
     def upsert(
@@ -236,7 +261,11 @@ class LongTermMemory:
         message_ids: Sequence[str] = (),
     ) -> list[WriteResult]:
         """Sync `aupsert`."""
-        return run_steps(self.store, self._upsert(user_id, candidates, thread_id, message_ids))
+        return run_steps(
+            self.store,
+            self._upsert(user_id, candidates, thread_id, message_ids),
+            answer_with(self.merge_decider) if self.merge_decider else None,
+        )
 
     # -- management (issue 5 extends these) ---------------------------------------------------
 
@@ -372,7 +401,7 @@ class LongTermMemory:
         candidates: Sequence[MemoryCandidate],
         thread_id: str | None,
         message_ids: Sequence[str],
-    ) -> Steps[list[WriteResult]]:
+    ) -> AskingSteps[list[WriteResult]]:
         namespace, hashes = self.namespace(user_id), self.hash_namespace(user_id)
         now = self.clock().isoformat()
         results = []

@@ -5,6 +5,10 @@ Every function here is a generator that yields a batch of store operations (`Get
 `await store.abatch` (async): the logic exists once and only the I/O line differs (STYLE.md).
 Only the `BaseStore` op contract is used, so any store works (InMemoryStore, ChromaStore, ...).
 
+With a merge decider (`engram.stores.memory.decision`), step 4 may also yield a `MergeQuestion`
+instead of operations; the driver answers it (`run_steps(..., answer=...)`) with the decider's
+`MergeDecision` or the `MergeDecisionError` it raised.
+
 Exact duplicates are found through a registry of normalised text hashes under
 `("memory_hashes", <user_id>)` (key: hash, value: `{"memory_id": ...}`, not indexed): a get by
 key works the same on every store, while filtering on a list field does not.
@@ -13,11 +17,17 @@ key works the same on every store, while filtering on a list field does not.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
+from engram.stores.memory.decision import (
+    Answer,
+    MergeDecision,
+    MergeQuestion,
+    merge_problem,
+)
 from engram.stores.memory.specifics import conflict
 from engram.stores.memory.types import (
     MAX_CONTENT_CHARS,
@@ -33,7 +43,7 @@ from engram.stores.memory.types import (
     parse_time,
 )
 from engram.stores.secrets import redact, redact_data
-from engram.stores.steps import Steps
+from engram.stores.steps import AskingSteps, Steps
 
 MAX_SOURCE_IDS = 100
 """Provenance kept per memory: the most recent source message ids."""
@@ -47,6 +57,9 @@ class PolicySettings:
     min_importance: float = 0.5
     merge_pool: int = 3
     """How many similar memories of the category step 4 looks at."""
+    decision_floor: float | None = None
+    """Similarity from which a merge decider is asked about a candidate the rules would not
+    merge (`engram.stores.memory.decision.DECISION_FLOOR`); None: there is no decider."""
 
 
 def status_filter(*, include_superseded: bool, include_forgotten: bool) -> dict[str, Any]:
@@ -68,8 +81,9 @@ def upsert_steps(
     message_ids: list[str],
     now: str,
     settings: PolicySettings,
-) -> Steps[WriteResult]:
-    """DESIGN's write policy for one candidate: redact, duplicate, supersede, merge, add."""
+) -> AskingSteps[WriteResult]:
+    """DESIGN's write policy for one candidate: redact, duplicate, supersede, merge (or ask a
+    merge decider), add."""
     # 1. secrets never reach the store
     redacted = redact(candidate.content)
     if redacted.only_secret or not redacted.text.strip():
@@ -128,13 +142,8 @@ def upsert_steps(
         if olds:
             new = Memory.new(content, candidate.category, importance, now=now,
                              supersedes=[o.id for o in olds], **new_fields)
-            replaced = [
-                o.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
-                for o in olds
-            ]
-            yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
-                   hash_put(hash_namespace, digest, new.id)]
-            return WriteResult("superseded", new, tuple(replaced), reason=f"new value for {candidate.key}")
+            return (yield from _supersede(namespace, hash_namespace, olds, new, digest, now,
+                                          reason=f"new value for {candidate.key}"))
 
     # 4. near duplicate in the same category, stating no other number, name or identifier
     #    (`engram.stores.memory.specifics`) and short enough together: merge
@@ -151,10 +160,32 @@ def upsert_steps(
         return (yield from _merge_into(namespace, hash_namespace, existing, content, digest,
                                        importance, candidate, sources, structured, now))
 
+    # 4b. similar, but not for the rules to merge: a merge decider (when there is one) chooses
+    #     replace, merge or keep both; without a usable answer the rule stands (add)
+    decision, reason = None, ""
+    if (question := _question(similar, content, candidate.key, settings)) is not None:
+        answer: Answer = yield question
+        existing = question.existing
+        problem = _answer_problem(answer, question)
+        if problem is None and answer.action == "replace":
+            key = candidate.key or existing.key  # the replacement takes over the old one's key
+            new = Memory.new(content, candidate.category, importance, now=now,
+                             supersedes=[existing.id], **{**new_fields, "key": key})
+            result = yield from _supersede(namespace, hash_namespace, [existing], new, digest, now,
+                                           reason="the merge decider: it replaces a similar memory")
+            return replace(result, decision="replace")
+        if problem is None and answer.action == "merge":
+            result = yield from _merge_into(namespace, hash_namespace, existing, content, digest,
+                                            importance, candidate, sources, structured, now,
+                                            merged_text=_merged_text(answer))
+            return replace(result, decision="merge", reason="the merge decider merged them")
+        decision = "keep_both" if problem is None else "failed"
+        reason = "the merge decider kept both" if problem is None else f"{problem}: kept both"
+
     # 5. add
     new = Memory.new(content, candidate.category, importance, now=now, **new_fields)
     yield [memory_put(namespace, new), hash_put(hash_namespace, digest, new.id)]
-    return WriteResult("created", new)
+    return WriteResult("created", new, reason=reason, decision=decision)
 
 
 def get_steps(namespace: tuple[str, ...], memory_id: str) -> Steps[Memory | None]:
@@ -226,8 +257,11 @@ def _merge_into(
     sources: list[str],
     structured: dict[str, Any] | None,
     now: str,
+    merged_text: str | None = None,
 ) -> Steps[WriteResult]:
-    merged_text = merge_content(existing.content, content)
+    """`existing` absorbs the candidate; its text becomes `merged_text` (default: seed 000's
+    merge rule, `merge_content`)."""
+    merged_text = merged_text or merge_content(existing.content, content)
     merged = _absorb(existing, importance, candidate.confidence, sources, now).model_copy(
         update={
             "content": merged_text,
@@ -242,6 +276,62 @@ def _merge_into(
         *(hash_put(hash_namespace, h, merged.id) for h in {digest, content_hash(merged_text)}),
     ]
     return WriteResult("merged", merged, reason="near duplicate")
+
+
+def _supersede(
+    namespace: tuple[str, ...],
+    hash_namespace: tuple[str, ...],
+    olds: list[Memory],
+    new: Memory,
+    digest: str,
+    now: str,
+    *,
+    reason: str,
+) -> Steps[WriteResult]:
+    """Write `new` and close `olds` (`valid_until`, `superseded_by`): they stay as history."""
+    replaced = [
+        o.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
+        for o in olds
+    ]
+    yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
+           hash_put(hash_namespace, digest, new.id)]
+    return WriteResult("superseded", new, tuple(replaced), reason=reason)
+
+
+def _question(
+    similar: list[Any], content: str, key: str | None, settings: PolicySettings
+) -> MergeQuestion | None:
+    """The question for the merge decider: about the most similar memory (at least
+    `decision_floor` similar, with no other `key`); None without a decider or such a memory."""
+    floor = settings.decision_floor
+    if floor is None:
+        return None
+    best: MergeQuestion | None = None
+    for item in similar:
+        if item.score is None or item.score < floor or (best and item.score <= best.similarity):
+            continue
+        existing = Memory.from_item(item)
+        if existing.key and key and existing.key != key:
+            continue
+        best = MergeQuestion(existing, content, item.score)
+    return best
+
+
+def _answer_problem(answer: Answer, question: MergeQuestion) -> str | None:
+    """Why the decider's answer cannot be applied, or None."""
+    if not isinstance(answer, MergeDecision):
+        return f"no merge decision ({str(answer) or type(answer).__name__})"
+    if answer.action != "merge":
+        return None
+    if not _merged_text(answer):
+        return "the merge decider merged without a merged text"
+    problem = merge_problem(_merged_text(answer), question.existing.content, question.incoming)
+    return f"merge rejected: {problem}" if problem else None
+
+
+def _merged_text(decision: MergeDecision) -> str:
+    """The decider's merged text, secrets redacted (a model may copy one from elsewhere)."""
+    return redact(decision.merged_content or "").text.strip()
 
 
 def _mergeable(existing: str, incoming: str) -> bool:

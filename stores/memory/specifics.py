@@ -14,7 +14,8 @@ policy merges two similar texts, it compares their specifics:
 Two texts `conflict` when each has a specific the other lacks (compared case-folded): they say
 different things about similar subjects, and merging them would blend two facts into one.
 A text whose specifics are a subset of the other's only adds or repeats detail: that is what
-merging is for.
+merging is for. A text written to merge others (by the memory model) must keep every specific of
+theirs: `missing_specifics` lists what it lost.
 
 Example:
     >>> sorted(specifics("I use Postgres 16 for project number 3"))
@@ -23,6 +24,8 @@ Example:
     True
     >>> conflict("I use Vim", "I use Vim with the LazyVim config")
     False
+    >>> sorted(missing_specifics("The user uses Postgres", "I use Postgres 16 for project 3"))
+    ['16', '3']
 """
 
 from __future__ import annotations
@@ -41,18 +44,24 @@ _COMMON = frozenset(STOPWORDS_EN_PLUS) | {"i", "i'm", "i've", "i'd", "i'll", "us
 
 def specifics(text: str) -> frozenset[str]:
     """The numbers, identifiers and names `text` states, case-folded."""
-    found: set[str] = set()
-    for match in _TOKEN.finditer(text):
-        token = re.sub(r"['’]s?$", "", match.group())  # "Bob's" names Bob
-        if _is_specific(token):
-            found.add(token.casefold())
-    return frozenset(found)
+    return frozenset(t.casefold() for t in _tokens(text) if _is_specific(t))
+
+
+def missing_specifics(merged: str, *sources: str) -> frozenset[str]:
+    """The specifics of `sources` that `merged` does not state (as any word, case-folded: a
+    name that starts a source's sentence may stand mid-sentence in the merge)."""
+    wanted = frozenset().union(*(specifics(s) for s in sources))
+    return wanted - {t.casefold() for t in _tokens(merged)}
 
 
 def conflict(a: str, b: str) -> bool:
     """Whether each text states a number, name or identifier the other does not."""
     sa, sb = specifics(a), specifics(b)
     return bool(sa - sb) and bool(sb - sa)
+
+
+def _tokens(text: str) -> list[str]:
+    return [re.sub(r"['’]s?$", "", m.group()) for m in _TOKEN.finditer(text)]  # "Bob's": Bob
 
 
 def _is_specific(token: str) -> bool:

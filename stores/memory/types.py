@@ -196,6 +196,10 @@ class WriteResult:
     superseded: tuple[Memory, ...] = ()
     """Memories this write replaced (action `superseded`), as stored afterwards."""
     reason: str = ""
+    decision: str | None = None
+    """What a merge decider said about this candidate (`engram.stores.memory.decision`):
+    "replace", "merge" or "keep_both"; "failed" when it gave no usable answer and the threshold
+    rule applied (`reason` says why); None when it was not asked."""
 
 
 @dataclass(frozen=True)
