@@ -47,7 +47,10 @@ def main(mode: str) -> None:
     memory_model = GatedMemoryModel(structured_responses=[{"memories": [TEA]}], wait=3600)
     model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
     graph = compile_graph(model, memory_model=memory_model, store=store, checkpointer=saver)
-    turn = lambda text: graph.invoke({"messages": [HumanMessage(text)]}, CONFIG, context=CONTEXT)  # noqa: E731
+
+    def turn(text: str) -> dict:
+        return graph.invoke({"messages": [HumanMessage(text)]}, CONFIG, context=CONTEXT)
+
     if mode == "start":
         turn("Hello there.")
         out = turn("I drink green tea every morning.")
