@@ -39,7 +39,7 @@ from uuid import uuid4
 from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
-from langgraph.store.base import GetOp
+from langgraph.store.base import BaseStore, GetOp, PutOp
 from langgraph.types import Overwrite
 
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
@@ -53,6 +53,8 @@ from engram.stores.memory.jobs import (
     owner_token,
     pending_op,
 )
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.users import apurge_store
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -247,14 +249,37 @@ async def _execute(
     store = runtime.store
     assert store is not None
     thread_id = _thread_id(runtime)
+    if not await _journaled(job, store):
+        return  # deleted before it ran (`engram memory delete --all`): nothing to do
     lease = asyncio.create_task(_renew(job, runtime))
     try:
         result = await runner(job, state, runtime)
     finally:
         lease.cancel()
+    if not await _journaled(job, store):
+        await _discard(job, result, store)
+        return
     await store.abatch(
         [done_op(job["user_id"], job["id"], kind=job["kind"], thread_id=thread_id, result=result)]
     )
+
+
+async def _journaled(job: dict[str, Any], store: BaseStore) -> bool:
+    (item,) = await store.abatch([GetOp(job_namespace(job["user_id"]), job["id"])])
+    return item is not None
+
+
+async def _discard(job: dict[str, Any], result: dict[str, Any], store: BaseStore) -> None:
+    """The user was deleted while the job ran: remove what it wrote since (memories, episodes),
+    and purge them from the store's files, so the deletion stays complete."""
+    user_id = job["user_id"]
+    logger.warning("job %s: its user was deleted while it ran; removing what it wrote", job["id"])
+    ltm = LongTermMemory(store)
+    for memory_id in {e["memory_id"] for e in result.get("events", ())}:
+        await ltm.adelete(user_id, memory_id)
+    namespace = LongTermMemory.episode_namespace(user_id)
+    await store.abatch([PutOp(namespace, key, None) for key in result.get("episode_keys", ())])
+    await apurge_store(store)
 
 
 async def _renew(job: dict[str, Any], runtime: Runtime[Context]) -> None:

@@ -193,13 +193,13 @@ def make_compact(
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
         summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
 
-        episodes = 0
+        episode_keys: list[str] = []
         if runtime.store is not None and not ctx.incognito:
             thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
             ops = episode_ops(evicted, user_id=ctx.user_id, thread_id=thread_id)
             try:
                 await runtime.store.abatch(ops)
-                episodes = len(ops)
+                episode_keys = [op.key for op in ops]
             except RECOVERABLE_ERRORS as exc:
                 failures.append(record_failure("archive", exc))
                 if not over_cap:
@@ -210,7 +210,8 @@ def make_compact(
             "summary_tokens": counter.count_text(summary),
             "mode": summarizer.mode,
             "lossy": lossy,
-            "episodes": episodes,
+            "episodes": len(episode_keys),
+            "episode_keys": episode_keys,
             "failures": failures,
         }
 

@@ -174,16 +174,22 @@ def test_a_session_end_waits_for_the_threads_jobs_and_applies_them(
     assert LongTermMemory(store).search("end", "green tea")[0].memory.content == TEA["content"]
 
 
-def test_deleting_the_user_removes_their_pending_jobs(store, saver, memory_model) -> None:
+def test_deleting_the_user_removes_their_pending_jobs_and_what_a_running_one_writes(store, saver, memory_model) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="gone@example.com", consolidate_every_turns=1, **NO_COMPACTION)
     _turn(graph, "I drink green tea every morning.", config, ctx)
     assert len(_jobs(store, "gone@example.com")) == 1
 
+    assert memory_model.entered.wait(10)  # the job runs, blocked in the model
+
     report = delete_user(store, "gone@example.com", checkpointer=saver)
 
     assert report.deleted.get("memory_jobs") == 1
+    assert _jobs(store, "gone@example.com") == []
+    memory_model.gate.set()  # the job ends after the deletion: what it wrote is removed again
+    assert wait_for_memory_work(timeout=30)
+    assert LongTermMemory(store).list("gone@example.com", include_forgotten=True) == []
     assert _jobs(store, "gone@example.com") == []
 
 
