@@ -19,8 +19,9 @@ A job whose owner is gone (its process was killed, or its lease ran out) is clai
 the thread's next turn, in whichever process that runs; a job whose run failed in this process
 is run again the same way. Results are idempotent (the write policy creates nothing twice,
 episodes have fixed keys), so a job run twice changes nothing more. A session end
-(`{"end_session": True}`) waits for the thread's jobs and applies them before its inline
-consolidation; incognito runs use no jobs.
+(`{"end_session": True}`) waits for the thread's jobs, and for its own extraction, which runs
+on the worker too (so in background mode every memory-model call is made from the worker's
+loop); incognito runs use no jobs.
 """
 
 from __future__ import annotations

@@ -117,6 +117,12 @@ def make_consolidate(
         update = await _submit(state, runtime) if work is not None else None
         if update is None:
             update = await _extract_and_write(state, runtime)
+        elif work is not None and state.get("end_session"):  # no reply to hurry: wait for it
+            finished = await work.collect(applied_state(state, update), runtime, finish=True)
+            update = merge_updates(update, finished)
+            # A session-end run skips `start`, which otherwise resets the turn's failures.
+            failures = update.get("failures", [])
+            update["failures"] = failures if isinstance(failures, Overwrite) else Overwrite(failures)
         update = merge_updates(applied, update)
         if failure := await _count_recalls(state, runtime):
             update["failures"] = [*update.get("failures", []), failure]
@@ -129,13 +135,7 @@ def make_consolidate(
         update, or None to extract inline."""
         ctx = runtime.context
         trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
-        if (
-            work is None
-            or trigger is None
-            or trigger == "session_end"
-            or runtime.store is None
-            or not work.in_background(ctx)
-        ):
+        if work is None or trigger is None or runtime.store is None or not work.in_background(ctx):
             return None
         done = list(state.get("consolidated_message_ids", ()))
         _, todo = _todo(state, set(done))

@@ -88,7 +88,8 @@ class Context:
     reply: the turn's `invoke` returns without waiting, the work is journaled in the store and
     the thread's next turn applies its result), "inline" (before `invoke` returns, as the
     evals need), or "auto": background when a memory model is configured, inline with the
-    offline built-ins (which take milliseconds). Session ends and incognito runs are inline."""
+    offline built-ins (which take milliseconds). A session end has no reply to hurry: it waits
+    for the thread's jobs and its own. Incognito runs are always inline."""
 
     def __post_init__(self) -> None:
         for field in fields(self):
