@@ -22,6 +22,11 @@ would separate an AI message with tool calls from its results) and, for everythi
 When only the tail is left (a few huge messages crossed the token threshold), nothing is evicted:
 the counters restart and no event is emitted.
 
+In background mode (`Context.memory_work`, `engram.nodes.background`) steps 1-2 are a job:
+`compact` records which messages it folds, restarts the counters and returns; the thread's next
+`start` applies the job's summary, steps 3-4 included (`engram.nodes.job_results`). No new
+compaction starts while one is pending.
+
 If the summarizer or the archive fails, nothing is evicted, the failure is recorded, and the
 next trigger tries again. Only above the hard cap are messages evicted anyway, with seed 000's
 lossy "[N messages ...]" note in the summary.

@@ -27,6 +27,12 @@ It also counts the turn's recall of the memories `start` put in the prompt (`acc
 `last_accessed`: what recency and forgetting read), here rather than in `start`, so that the write
 never delays the reply.
 
+In background mode (`Context.memory_work`, `engram.nodes.background`) the extraction and the
+writes are a job: the node records which messages it covers (they leave `pending_extraction`
+for the job's reference in `memory_jobs`) and returns; the thread's next `start` applies the
+job's record and events, and messages it could not write come back to `pending_extraction`.
+A session end waits for the thread's jobs and for its own.
+
 Each thread is also recorded once in the user's thread registry (`("threads", user_id)`,
 `engram.stores.memory.users`), incognito runs included, so that deleting a user (`engram memory
 delete --all`) finds the thread's checkpoints.
