@@ -112,6 +112,24 @@ def test_a_consolidating_turn_returns_before_the_slow_model_and_the_next_turn_ap
     assert _jobs(store, "bg") == []  # applied, then removed from the journal
 
 
+async def test_async_runs_hand_the_work_to_the_worker_too(store, saver, memory_model) -> None:
+    graph = _graph(memory_model, store, saver)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(user_id="async", consolidate_every_turns=1, **NO_COMPACTION)
+
+    out = await graph.ainvoke(
+        {"messages": [HumanMessage("I drink green tea every morning.")]}, config, context=ctx
+    )
+
+    assert [j["kind"] for j in out["memory_jobs"]] == ["consolidate"]
+    assert memory_model.entered.wait(10) and not memory_model.gate.is_set()
+    memory_model.gate.set()
+    assert wait_for_memory_work(timeout=30)
+    out = await graph.ainvoke({"messages": [HumanMessage("Tea?")]}, config, context=ctx)
+    assert out["consolidation"]["memory_ids"]
+    assert TEA["content"] in out["built_context"]["memory_block"]
+
+
 def test_a_background_compaction_folds_at_the_next_turn_with_nothing_lost(
     store, saver, memory_model
 ) -> None:
