@@ -114,8 +114,11 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         self.tools = []
         self.defaults = context if context is not None else Context()
         self.model_name = model_name
-        self._compact = make_compact(memory_model, model_name=model_name, summarizer=summarizer)
-        self._work = MemoryWork(memory_model=memory_model is not None)
+        # compaction decides what the model sees: always before the model call (inline)
+        self._work = MemoryWork(memory_model=memory_model is not None, kinds=("consolidate",))
+        self._compact = make_compact(
+            memory_model, model_name=model_name, summarizer=summarizer, work=self._work
+        )
         self._consolidate = make_consolidate(memory_model, work=self._work)
 
     # -- before_agent: a session end skips the model ------------------------------------------

@@ -29,12 +29,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import replace
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from uuid import uuid4
 
 from langchain_core.messages import RemoveMessage
@@ -66,6 +67,8 @@ logger = logging.getLogger(__name__)
 Runner = Callable[[dict[str, Any], "EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 """Runs one job (its reference, the thread's state, the run's runtime) and returns its result."""
 
+T = TypeVar("T")
+
 EXIT_WAIT_SECONDS = 30.0
 """At interpreter exit, how long to wait for jobs still running (the rest resume later)."""
 
@@ -73,34 +76,60 @@ EXIT_WAIT_SECONDS = 30.0
 class MemoryWork:
     """The background jobs of one graph (or middleware): which kinds it runs, and when.
 
+    Every memory-model call of a graph or middleware that has one runs on the worker's event
+    loop, inline work included (`on_worker`): a model's async HTTP client is bound to the loop
+    it first ran on, so a model used from two loops fails.
+
     Args:
         memory_model: Whether a memory model is configured ("auto" mode runs in the background
             only then: the offline built-ins take milliseconds).
+        kinds: The kinds of work that may go to the background (the middleware compacts
+            before the model call, always inline).
 
     Example:
         >>> from engram.nodes.context import Context
         >>> work = MemoryWork(memory_model=True)
-        >>> work.in_background(Context()), work.in_background(Context(memory_work="inline"))
+        >>> inline = Context(memory_work="inline")
+        >>> work.in_background(Context(), "compact"), work.in_background(inline, "compact")
         (True, False)
-        >>> MemoryWork(memory_model=False).in_background(Context())
+        >>> MemoryWork(memory_model=False).in_background(Context(), "consolidate")
         False
     """
 
-    def __init__(self, *, memory_model: bool) -> None:
+    def __init__(
+        self, *, memory_model: bool, kinds: tuple[str, ...] = ("compact", "consolidate")
+    ) -> None:
         self.memory_model = memory_model
+        self.kinds = kinds
         self._runners: dict[str, Runner] = {}
 
     def register(self, kind: str, runner: Runner) -> None:
         """Name the coroutine that runs jobs of `kind` ("compact", "consolidate")."""
         self._runners[kind] = runner
 
-    def in_background(self, ctx: Context) -> bool:
-        """Whether this run's memory-model work goes to the background."""
-        if ctx.incognito:
+    def in_background(self, ctx: Context, kind: str) -> bool:
+        """Whether this run's work of `kind` goes to the background."""
+        if ctx.incognito or kind not in self.kinds:
             return False
         return ctx.memory_work == "background" or (
             ctx.memory_work == "auto" and self.memory_model
         )
+
+    async def on_worker(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the worker's loop and wait for it: inline memory-model work (the
+        caller's context variables, so the run's callbacks, go with it).
+
+        Example:
+            >>> import asyncio
+            >>> async def where() -> str:
+            ...     return threading.current_thread().name
+            >>> asyncio.run(MemoryWork(memory_model=True).on_worker(where()))
+            'engram-memory-work'
+        """
+        loop = _worker_loop()
+        if asyncio.get_running_loop() is loop:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     async def submit(
         self, kind: str, job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
@@ -298,7 +327,9 @@ async def _renew(job: dict[str, Any], runtime: Runtime[Context]) -> None:
 
 
 def _schedule(job_id: str, coro: Coroutine[Any, Any, None]) -> None:
-    future = asyncio.run_coroutine_threadsafe(coro, _worker_loop())
+    # An empty context: the job is not part of the turn that started it (its callbacks and
+    # stream have ended by the time the job calls the model).
+    future = contextvars.Context().run(asyncio.run_coroutine_threadsafe, coro, _worker_loop())
     with _LOCK:
         _INFLIGHT[job_id] = future
 

@@ -143,7 +143,7 @@ def make_compact(
             return restart
         over_cap = len(messages) > ctx.max_messages
         evicted_ids = [m.id for m in evicted if m.id]
-        if work is not None and work.in_background(ctx):
+        if work is not None and work.in_background(ctx, "compact"):
             job = {
                 "message_ids": evicted_ids,
                 "over_cap": over_cap,
@@ -154,7 +154,8 @@ def make_compact(
             }
             if (recorded := await work.submit("compact", job, state, runtime)) is not None:
                 return {**restart, **recorded}
-        fold = await _fold(state.get("summary", ""), evicted, over_cap, runtime)
+        folding = _fold(state.get("summary", ""), evicted, over_cap, runtime)
+        fold = await (work.on_worker(folding) if work is not None else folding)
         if not fold["ok"]:
             return {"failures": fold["failures"]}
         update = compaction_update(

@@ -122,7 +122,7 @@ def make_consolidate(
             state = applied_state(state, applied)
         update = await _submit(state, runtime) if work is not None else None
         if update is None:
-            update = await _extract_and_write(state, runtime)
+            update = await _inline(state, runtime)
         elif work is not None and state.get("end_session"):  # no reply to hurry: wait for it
             finished = await work.collect(applied_state(state, update), runtime, finish=True)
             update = merge_updates(update, finished)
@@ -141,7 +141,12 @@ def make_consolidate(
         update, or None to extract inline."""
         ctx = runtime.context
         trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
-        if work is None or trigger is None or runtime.store is None or not work.in_background(ctx):
+        if (
+            work is None
+            or trigger is None
+            or runtime.store is None
+            or not work.in_background(ctx, "consolidate")
+        ):
             return None
         done = list(state.get("consolidated_message_ids", ()))
         _, todo = _todo(state, set(done))
@@ -157,6 +162,19 @@ def make_consolidate(
             "consolidated_message_ids": _bounded(done + [m.id for m in todo if m.id], state),
             **recorded,
         }
+
+    async def _inline(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """The extraction now, on the worker's loop when there is one (`MemoryWork.on_worker`);
+        its events go out from here, the node's own thread."""
+        if work is None:
+            return await _extract_and_write(state, runtime)
+        events: list[dict[str, Any]] = []
+        update = await work.on_worker(
+            _extract_and_write(state, runtime.override(stream_writer=events.append))
+        )
+        for event in events:
+            runtime.stream_writer(event)
+        return update
 
     async def run_job(
         job: dict[str, Any], state: EngramState, runtime: Runtime[Context]

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -256,6 +257,42 @@ def test_the_middleware_consolidates_after_the_run_in_the_background(
     assert "memory.created" in [e["event"] for e in events]
     assert TEA["content"] in state["built_context"]["memory_block"]
     assert model.calls[-1][0].content.count(TEA["content"]) == 1  # the model was given it
+
+
+class LoopRecordingModel(GatedMemoryModel):
+    """Records the thread whose event loop makes each async summary call."""
+
+    loops: list[str] = []
+
+    async def _agenerate(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        self.loops.append(threading.current_thread().name)
+        return await super()._agenerate(*args, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["inline", "background"])
+def test_the_memory_model_is_only_called_from_the_workers_loop(store, saver, mode) -> None:
+    """A model's async HTTP client is bound to one event loop: the middleware's compaction
+    (inline, before the model call) and its consolidation must call the model from the same."""
+    memory_model = LoopRecordingModel()
+    memory_model.loops = []
+    memory_model.gate.set()
+    model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
+    agent = create_agent(
+        model,
+        middleware=[EngramMiddleware(memory_model=memory_model)],
+        store=store,
+        checkpointer=saver,
+        context_schema=Context,
+    )
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(user_id="loops", message_threshold=4, keep_recent_messages=2, memory_work=mode)
+    for i in range(5):
+        agent.invoke({"messages": [HumanMessage(f"note {i}")]}, config, context=ctx)
+    agent.invoke({"messages": [], "end_session": True}, config, context=ctx)
+    assert wait_for_memory_work(timeout=30)
+
+    assert agent.get_state(config).values["summary"].startswith("SUMMARY")
+    assert memory_model.loops and set(memory_model.loops) == {"engram-memory-work"}
 
 
 def test_a_job_of_a_killed_process_is_resumed_by_the_next_one(tmp_path) -> None:
