@@ -27,7 +27,6 @@ loop); incognito runs use no jobs.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
 import contextvars
 import logging
@@ -68,9 +67,6 @@ Runner = Callable[[dict[str, Any], "EngramState", Runtime["Context"]], Awaitable
 """Runs one job (its reference, the thread's state, the run's runtime) and returns its result."""
 
 T = TypeVar("T")
-
-EXIT_WAIT_SECONDS = 30.0
-"""At interpreter exit, how long to wait for jobs still running (the rest resume later)."""
 
 
 class MemoryWork:
@@ -364,8 +360,10 @@ def _thread_id(runtime: Runtime[Context]) -> str | None:
 @cache
 def _worker_loop() -> asyncio.AbstractEventLoop:
     loop = asyncio.new_event_loop()
+    # A daemon: a process may exit with jobs running; they resume at their thread's next turn.
+    # (Waiting for them at exit does not work: Python shuts its thread pools down before
+    # `atexit` runs, so their store and model calls would fail.)
     threading.Thread(target=loop.run_forever, name="engram-memory-work", daemon=True).start()
-    atexit.register(wait_for_memory_work, EXIT_WAIT_SECONDS)
     return loop
 
 
