@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     for mode in MODES:
         with tempfile.TemporaryDirectory(prefix=f"engram-{mode}-") as folder:
             result["modes"][mode] = run_mode(mode, dialogs, memory_model, Path(folder))
+        print(json.dumps({mode: result["modes"][mode]}), file=sys.stderr, flush=True)
     result["load_average_after"] = os.getloadavg()
     Console(width=120).print(_table(result))
     text = json.dumps(result, indent=2)
