@@ -191,7 +191,7 @@ async def _ingest(
     plan: Sequence[Sequence[Step]],
     on_turn: Callable[[], None] | None,
 ) -> None:
-    ctx = Context(user_id=_user(conversation))
+    ctx = Context(user_id=_user(conversation), memory_work="inline")  # deterministic replay
     for number, steps in enumerate(plan, start=1):
         config = {"configurable": {"thread_id": f"{conversation.sample_id}-session-{number}"}}
         for step in steps:

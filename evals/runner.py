@@ -206,6 +206,7 @@ async def arun_dialog(
                 user_id=USER_ID,
                 incognito=session.incognito,
                 context_window=settings.context_window,
+                memory_work="inline",  # each turn's memories are measured right after it
             )
             config: RunnableConfig = {
                 "configurable": {"thread_id": thread},

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from engram.graph.middleware import EngramMiddleware
     from engram.graph.tools import memory_tools
     from engram.nodes import BuiltContext, Context, EngramState
+    from engram.nodes.background import wait_for_memory_work
 
 __all__ = [
     "BuiltContext",
@@ -25,6 +26,7 @@ __all__ = [
     "build_graph",
     "compile_graph",
     "memory_tools",
+    "wait_for_memory_work",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -37,5 +39,6 @@ __getattr__, __dir__ = lazy_exports(
         "compile_graph": "engram.graph.builder",
         "EngramMiddleware": "engram.graph.middleware",
         "memory_tools": "engram.graph.tools",
+        "wait_for_memory_work": "engram.nodes.background",
     },
 )

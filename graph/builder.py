@@ -33,6 +33,7 @@ from langgraph.store.base import BaseStore
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
+from engram.nodes.background import MemoryWork
 from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
@@ -58,7 +59,8 @@ def build_graph(
         model: The chat model that answers the user (None builds the topology only: `respond`
             then raises when it runs).
         memory_model: Writes summaries and extracts memories; None uses the built-in offline
-            summarizer and extractor.
+            summarizer and extractor. With one, compaction and consolidation run after the
+            reply by default (`Context.memory_work`, `engram.nodes.background`).
         tools: Tools the answering model may call (adds the `tools` node and its loop).
 
     Example:
@@ -69,14 +71,14 @@ def build_graph(
     if memory_model is None:
         _log_offline_mode()
     name = model_name_of(model)
+    work = MemoryWork(memory_model=memory_model is not None)
     builder = StateGraph(EngramState, context_schema=Context)
-    builder.add_node(
-        "start",
-        _bridge("start", make_start(model_name=name, default_window=context_window_for(model))),
-    )
+    start = make_start(model_name=name, default_window=context_window_for(model), work=work)
+    builder.add_node("start", _bridge("start", start))
     builder.add_node("respond", _bridge("respond", make_respond(model, tools)))
-    builder.add_node("compact", _bridge("compact", make_compact(memory_model, model_name=name)))
-    builder.add_node("consolidate", _bridge("consolidate", make_consolidate(memory_model)))
+    compact = make_compact(memory_model, model_name=name, work=work)
+    builder.add_node("compact", _bridge("compact", compact))
+    builder.add_node("consolidate", _bridge("consolidate", make_consolidate(memory_model, work=work)))
     builder.add_conditional_edges(START, _route_start, ["start", "consolidate"])
     builder.add_edge("start", "respond")
     after_respond = ["compact", "consolidate"]

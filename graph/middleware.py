@@ -13,7 +13,10 @@ alike:
   The tool loop's later calls reuse that record, as `respond` does, unless a compaction
   removed messages in between (then the context is built again, without counting a turn);
 - `after_agent`: `consolidate` (extraction every few turns, on eviction and at session end;
-  recall statistics; the thread registry), with its `memory.*` events.
+  recall statistics; the thread registry), with its `memory.*` events. With a memory model
+  (or `Context.memory_work="background"`) the extraction is a journaled background job
+  (`engram.nodes.background`) and the agent's run returns without waiting; the next turn's
+  first model call applies its result (record, events) before building the context.
 
 Settings are engram's `Context`: the run's context when the agent's `context_schema` is
 `Context`, else the middleware's defaults with the fields the app's context shares with it
@@ -46,6 +49,7 @@ from langgraph.types import Command, Overwrite
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
 from engram.graph.run_context import context_for_run
+from engram.nodes.background import MemoryWork, applied_state, merge_updates
 from engram.nodes.compact import make_compact, should_compact
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
@@ -110,8 +114,12 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         self.tools = []
         self.defaults = context if context is not None else Context()
         self.model_name = model_name
-        self._compact = make_compact(memory_model, model_name=model_name, summarizer=summarizer)
-        self._consolidate = make_consolidate(memory_model)
+        # compaction decides what the model sees: always before the model call (inline)
+        self._work = MemoryWork(memory_model=memory_model is not None, kinds=("consolidate",))
+        self._compact = make_compact(
+            memory_model, model_name=model_name, summarizer=summarizer, work=self._work
+        )
+        self._consolidate = make_consolidate(memory_model, work=self._work)
 
     # -- before_agent: a session end skips the model ------------------------------------------
 
@@ -199,6 +207,10 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         fresh = not isinstance(messages[current_input_start(messages)], AIMessage)
         evictions = state.get("evicted_message_count", 0)
         update: dict[str, Any] = {}
+        if fresh and not ctx.incognito:  # a background consolidation's result, if finished
+            update = await self._work.collect(state, runtime)  # type: ignore[arg-type]
+            state = applied_state(state, update)  # type: ignore[arg-type,assignment]
+            messages = state["messages"]
         if fresh or "built_context" not in state or state.get("built_for_evictions") != evictions:
             built, failures = await prepare_context(
                 state,
@@ -207,11 +219,12 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
                 model_name=model_name_of(request.model),
                 window=ctx.context_window or context_window_for(request.model),
             )
-            update = {"built_context": built, "built_for_evictions": evictions}
+            built_update = {"built_context": built, "built_for_evictions": evictions}
             if fresh:
-                update.update(begin_turn(state), failures=Overwrite(failures))
+                built_update.update(begin_turn(state), failures=Overwrite(failures))
             elif failures:
-                update["failures"] = failures
+                built_update["failures"] = failures
+            update = merge_updates(update, built_update)
             if "messages" in update:
                 state["messages"] = add_messages(messages, update["messages"])
             state["built_context"] = built

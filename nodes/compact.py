@@ -22,6 +22,11 @@ would separate an AI message with tool calls from its results) and, for everythi
 When only the tail is left (a few huge messages crossed the token threshold), nothing is evicted:
 the counters restart and no event is emitted.
 
+In background mode (`Context.memory_work`, `engram.nodes.background`) steps 1-2 are a job:
+`compact` records which messages it folds, restarts the counters and returns; the thread's next
+`start` applies the job's summary, steps 3-4 included (`engram.nodes.job_results`). No new
+compaction starts while one is pending.
+
 If the summarizer or the archive fails, nothing is evicted, the failure is recorded, and the
 next trigger tries again. Only above the hard cap are messages evicted anyway, with seed 000's
 lossy "[N messages ...]" note in the summary.
@@ -36,16 +41,18 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import NAMESPACE_URL, uuid5
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.store.base import PutOp
 
+from engram.nodes.background import MemoryWork
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
+from engram.nodes.job_results import compaction_update
 from engram.nodes.prompts import PENDING_MESSAGES_NOTE
 from engram.nodes.redaction import redact_messages
 from engram.nodes.summarize import Summarizer, make_summarizer
 from engram.nodes.tokens import TokenCounter, counter_for_model
-from engram.nodes.transcript import render_message, role_of, to_pending
+from engram.nodes.transcript import render_message, role_of
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.secrets import redact
 
@@ -58,8 +65,6 @@ logger = logging.getLogger(__name__)
 EPISODE_CONTEXT_MESSAGES = 2
 """Messages before an archived one that are indexed as its lexical context (on LoCoMo, two
 previous turns find the evidence better than one or none: `engram.evals.retrieval_bench`)."""
-
-COMPACTED_EVENT = "context.compacted"
 
 CompactNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 Route = Literal["tools", "compact", "consolidate"]
@@ -84,6 +89,8 @@ def make_route_after_respond(
 def should_compact(state: EngramState, ctx: Context, counter: TokenCounter) -> bool:
     """Whether this turn compacts (see the module docstring)."""
     messages = state["messages"]
+    if any(job["kind"] == "compact" for job in state.get("memory_jobs", ())):
+        return False  # one fold at a time: the next one starts from its summary
     if len(messages) > ctx.max_messages:
         return True
     last = state.get("last_compaction_turn")
@@ -112,6 +119,7 @@ def make_compact(
     *,
     model_name: str | None,
     summarizer: Summarizer | None = None,
+    work: MemoryWork | None = None,
 ) -> CompactNode:
     """The `compact` node.
 
@@ -119,6 +127,8 @@ def make_compact(
         memory_model: Writes the summary; None uses the offline extractive summarizer.
         model_name: The answering model's name (token counts use its encoding).
         summarizer: Overrides the summarizer `make_summarizer(memory_model)` would pick.
+        work: Background jobs: when the run's mode says so, the fold becomes a job the next
+            turn applies (`engram.nodes.background`); None always folds inline.
     """
     summarizer = summarizer or make_summarizer(memory_model)
 
@@ -131,9 +141,44 @@ def make_compact(
         restart = {"last_compaction_turn": turn, "kept_tail_ids": [m.id for m in kept]}
         if not evicted:
             return restart
-        counter = counter_for_model(model_name)
         over_cap = len(messages) > ctx.max_messages
-        previous = state.get("summary", "")
+        evicted_ids = [m.id for m in evicted if m.id]
+        if work is not None and work.in_background(ctx, "compact"):
+            job = {
+                "message_ids": evicted_ids,
+                "over_cap": over_cap,
+                "restore": {
+                    "last_compaction_turn": state.get("last_compaction_turn", turn - 2),
+                    "kept_tail_ids": list(state.get("kept_tail_ids", ())),
+                },
+            }
+            if (recorded := await work.submit("compact", job, state, runtime)) is not None:
+                return {**restart, **recorded}
+        folding = _fold(state.get("summary", ""), evicted, over_cap, runtime)
+        fold = await (work.on_worker(folding) if work is not None else folding)
+        if not fold["ok"]:
+            return {"failures": fold["failures"]}
+        update = compaction_update(
+            state, evicted_ids, fold, incognito=ctx.incognito, writer=runtime.stream_writer
+        )
+        return {**restart, **update}
+
+    async def run_job(
+        job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """A background compaction: the fold of the job's messages (applied by `start`)."""
+        ids = set(job["message_ids"])
+        evicted = [m for m in state["messages"] if m.id in ids]
+        return await _fold(state.get("summary", ""), evicted, job["over_cap"], runtime)
+
+    async def _fold(
+        previous: str, evicted: Sequence[BaseMessage], over_cap: bool, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """The new summary of `previous` + `evicted`, and `evicted` archived as episodes.
+        `ok` is False when the summarizer or the archive failed (nothing may be evicted then),
+        unless the hard cap forces the eviction (a lossy note in the summary then)."""
+        ctx = runtime.context
+        counter = counter_for_model(model_name)
         failures: list[dict[str, str]] = []
         lossy = False
         try:
@@ -146,7 +191,7 @@ def make_compact(
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("summarize", exc))
             if not over_cap:
-                return {"failures": failures}
+                return {"ok": False, "failures": failures}
             summary, lossy = (
                 _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter),
                 True,
@@ -154,58 +199,30 @@ def make_compact(
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
         summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
 
-        episodes = 0
+        episode_keys: list[str] = []
         if runtime.store is not None and not ctx.incognito:
             thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
             ops = episode_ops(evicted, user_id=ctx.user_id, thread_id=thread_id)
             try:
                 await runtime.store.abatch(ops)
-                episodes = len(ops)
+                episode_keys = [op.key for op in ops]
             except RECOVERABLE_ERRORS as exc:
                 failures.append(record_failure("archive", exc))
                 if not over_cap:
-                    return {"failures": failures}
-
-        pending = list(state.get("pending_extraction", []))
-        if not ctx.incognito:
-            done = set(state.get("consolidated_message_ids", ()))
-            pending += to_pending(m for m in evicted if m.id not in done)
-        evicted_total = state.get("evicted_message_count", 0) + len(evicted)
-        summary_tokens = counter.count_text(summary)
-        runtime.stream_writer(
-            {
-                "event": COMPACTED_EVENT,
-                "evicted": len(evicted),
-                "kept": len(kept),
-                "episodes": episodes,
-                "summary_tokens": summary_tokens,
-                "mode": summarizer.mode,
-                "lossy": lossy,
-            }
-        )
-        logger.info(
-            "compacted %d messages (%s summary, %d tokens, %d episodes)",
-            len(evicted),
-            summarizer.mode,
-            summary_tokens,
-            episodes,
-        )
+                    return {"ok": False, "failures": failures}
         return {
-            **restart,
-            "messages": [RemoveMessage(id=m.id) for m in evicted],
+            "ok": True,
             "summary": summary,
-            "summary_info": {
-                "mode": summarizer.mode,
-                "tokens": summary_tokens,
-                "summarized_messages": evicted_total,
-                "updated_at": datetime.now(UTC).isoformat(),
-                "lossy": lossy,
-            },
-            "evicted_message_count": evicted_total,
-            "pending_extraction": pending,
+            "summary_tokens": counter.count_text(summary),
+            "mode": summarizer.mode,
+            "lossy": lossy,
+            "episodes": len(episode_keys),
+            "episode_keys": episode_keys,
             "failures": failures,
         }
 
+    if work is not None:
+        work.register("compact", run_job)
     return compact
 
 

@@ -30,6 +30,12 @@ It also counts the turn's recall of the memories `start` put in the prompt (`acc
 `last_accessed`: what recency and forgetting read), here rather than in `start`, so that the write
 never delays the reply.
 
+In background mode (`Context.memory_work`, `engram.nodes.background`) the extraction and the
+writes are a job: the node records which messages it covers (they leave `pending_extraction`
+for the job's reference in `memory_jobs`) and returns; the thread's next `start` applies the
+job's record and events, and messages it could not write come back to `pending_extraction`.
+A session end waits for the thread's jobs and for its own.
+
 Each thread is also recorded once in the user's thread registry (`("threads", user_id)`,
 `engram.stores.memory.users`), incognito runs included, so that deleting a user (`engram memory
 delete --all`) finds the thread's checkpoints.
@@ -47,6 +53,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from engram.nodes.background import MemoryWork, applied_state, merge_updates
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.events import announce_writes
 from engram.nodes.extract.llm import Extractor, make_extractor
@@ -98,6 +105,7 @@ def make_consolidate(
     merge_decider: MergeDecider | None = None,
     window_messages: int = WINDOW_MESSAGES,
     window_tokens: int = WINDOW_TOKENS,
+    work: MemoryWork | None = None,
 ) -> ConsolidateNode:
     """The `consolidate` node.
 
@@ -108,18 +116,98 @@ def make_consolidate(
             memory model: the write policy's threshold rule alone).
         window_messages: Messages per extraction call at most.
         window_tokens: Tokens per extraction call, about (a single exchange is never cut).
+        work: Background jobs: when the run's mode says so, the extraction becomes a job
+            (`engram.nodes.background`); a session end first waits for the thread's jobs and
+            applies them. None always extracts inline.
     """
     extract = extractor if extractor is not None else make_extractor(memory_model)
     fallback = RuleExtractor() if extract.mode == "llm" else None
     decider = merge_decider if merge_decider is not None else make_merge_decider(memory_model)
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
-        update = await _extract_and_write(state, runtime)
+        applied: dict[str, Any] = {}
+        if work is not None and state.get("end_session") and not runtime.context.incognito:
+            applied = await work.collect(state, runtime, finish=True)
+            state = applied_state(state, applied)
+        update = await _submit(state, runtime) if work is not None else None
+        if update is None:
+            update = await _inline(state, runtime)
+        elif work is not None and state.get("end_session"):  # no reply to hurry: wait for it
+            finished = await work.collect(applied_state(state, update), runtime, finish=True)
+            update = merge_updates(update, finished)
+            # A session-end run skips `start`, which otherwise resets the turn's failures.
+            failures = update.get("failures", [])
+            update["failures"] = failures if isinstance(failures, Overwrite) else Overwrite(failures)
+        update = merge_updates(applied, update)
         if failure := await _count_recalls(state, runtime):
             update["failures"] = [*update.get("failures", []), failure]
         if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
             update.update(await _register_thread(runtime))
         return update
+
+    async def _submit(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any] | None:
+        """Record the extraction as a background job when the run's mode says so; the state
+        update, or None to extract inline."""
+        ctx = runtime.context
+        trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
+        if (
+            work is None
+            or trigger is None
+            or runtime.store is None
+            or not work.in_background(ctx, "consolidate")
+        ):
+            return None
+        done = list(state.get("consolidated_message_ids", ()))
+        _, todo = _todo(state, set(done))
+        if not todo:
+            return None
+        job = {"trigger": trigger, "messages": to_pending(todo)}
+        recorded = await work.submit("consolidate", job, state, runtime)
+        if recorded is None:
+            return None
+        return {
+            "turns_since_consolidation": 0,
+            "pending_extraction": [],  # the job holds them now
+            "consolidated_message_ids": _bounded(done + [m.id for m in todo if m.id], state),
+            **recorded,
+        }
+
+    async def _inline(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """The extraction now, on the worker's loop when there is one (`MemoryWork.on_worker`);
+        its events go out from here, the node's own thread."""
+        if work is None:
+            return await _extract_and_write(state, runtime)
+        events: list[dict[str, Any]] = []
+        update = await work.on_worker(
+            _extract_and_write(state, runtime.override(stream_writer=events.append))
+        )
+        for event in events:
+            runtime.stream_writer(event)
+        return update
+
+    async def run_job(
+        job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """A background consolidation: the job's messages extracted and written; the result
+        `start` applies (the record, the `memory.*` events, what could not be written)."""
+        ids = {m.get("data", {}).get("id") for m in job["messages"]}
+        thread = state["messages"]
+        snapshot: dict[str, Any] = {
+            "messages": thread,
+            "pending_extraction": job["messages"],
+            "consolidated_message_ids": [m.id for m in thread if m.id not in ids],
+        }
+        events: list[dict[str, Any]] = []
+        update = await _extract_and_write(
+            snapshot,  # type: ignore[arg-type]
+            runtime.override(stream_writer=events.append),
+        )
+        return {
+            "consolidation": {**update["consolidation"], "trigger": job["trigger"]},
+            "unwritten_ids": [m.get("data", {}).get("id") for m in update["pending_extraction"]],
+            "failures": list(update["failures"]),
+            "events": events,
+        }
 
     async def _extract_and_write(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
@@ -134,9 +222,7 @@ def make_consolidate(
             return {"turns_since_consolidation": 0, "pending_extraction": []}
 
         seen = set(done)
-        pending = [m for m in from_pending(state.get("pending_extraction", [])) if m.id not in seen]
-        fresh = [m for m in state["messages"] if m.id not in seen]
-        todo = _unique(pending + fresh)
+        pending, todo = _todo(state, seen)
         counter = counter_for_model(None)
         ltm = LongTermMemory(runtime.store, merge_decider=decider)
         thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
@@ -197,7 +283,16 @@ def make_consolidate(
             "failures": Overwrite(failures) if state.get("end_session") else failures,
         }
 
+    if work is not None:
+        work.register("consolidate", run_job)
     return consolidate
+
+
+def _todo(state: EngramState, seen: set[str]) -> tuple[list[BaseMessage], list[BaseMessage]]:
+    """The evicted messages not extracted from yet, and with them the thread's: what to extract."""
+    pending = [m for m in from_pending(state.get("pending_extraction", [])) if m.id not in seen]
+    fresh = [m for m in state["messages"] if m.id not in seen]
+    return pending, _unique(pending + fresh)
 
 
 async def _count_recalls(state: EngramState, runtime: Runtime[Context]) -> dict[str, str] | None:

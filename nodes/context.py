@@ -83,6 +83,14 @@ class Context:
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     """The answering model's instructions; memories and the summary are appended to it."""
 
+    memory_work: str = "auto"
+    """When compaction's summary and consolidation's extraction run: "background" (after the
+    reply: the turn's `invoke` returns without waiting, the work is journaled in the store and
+    the thread's next turn applies its result), "inline" (before `invoke` returns, as the
+    evals need), or "auto": background when a memory model is configured, inline with the
+    offline built-ins (which take milliseconds). A session end has no reply to hurry: it waits
+    for the thread's jobs and its own. Incognito runs are always inline."""
+
     def __post_init__(self) -> None:
         for field in fields(self):
             problem = _CHECKS[field.name](getattr(self, field.name))
@@ -132,6 +140,13 @@ def _text(value: Any) -> str | None:
     return None if isinstance(value, str) else "a string"
 
 
+def _choice(*options: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in options else "one of " + ", ".join(repr(o) for o in options)
+
+    return check
+
+
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "user_id": _user_id,
     "context_window": _integer(1, "tokens", optional="look the model's window up"),
@@ -147,5 +162,6 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "recall_timeout_ms": _integer(1, "milliseconds"),
     "incognito": _flag,
     "system_prompt": _text,
+    "memory_work": _choice("auto", "background", "inline"),
 }
 """One check per field: None when the value is fine, else what the field accepts."""

@@ -36,6 +36,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
+from engram.nodes.background import MemoryWork, applied_state, merge_updates
 from engram.nodes.escape import escape_recalled
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import (
@@ -127,16 +128,24 @@ class Budget:
 StartNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 
 
-def make_start(*, model_name: str | None, default_window: int) -> StartNode:
+def make_start(
+    *, model_name: str | None, default_window: int, work: MemoryWork | None = None
+) -> StartNode:
     """The `start` node for an answering model.
 
     Args:
         model_name: The answering model's name (picks the tiktoken encoding).
         default_window: Its context window, used when `Context.context_window` is None.
+        work: Background jobs whose finished results this node applies first (and whose
+            abandoned ones it restarts), so the turn's context uses them.
     """
     preload_counters(model_name)
 
     async def start(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        applied: dict[str, Any] = {}
+        if work is not None and not runtime.context.incognito:
+            applied = await work.collect(state, runtime)
+            state = applied_state(state, applied)
         built, failures = await prepare_context(
             state,
             runtime.context,
@@ -144,7 +153,9 @@ def make_start(*, model_name: str | None, default_window: int) -> StartNode:
             model_name=model_name,
             window=runtime.context.context_window or default_window,
         )
-        return {**begin_turn(state), "built_context": built, "failures": Overwrite(failures)}
+        return merge_updates(
+            applied, {**begin_turn(state), "built_context": built, "failures": Overwrite(failures)}
+        )
 
     return start
 

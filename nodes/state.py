@@ -111,6 +111,10 @@ class EngramState(TypedDict):
     """Ids of messages already extracted from, so a re-run creates nothing twice."""
     consolidation: NotRequired[ConsolidationInfo]
     """The record of the last extraction (`consolidate`)."""
+    memory_jobs: NotRequired[list[dict[str, Any]]]
+    """Background jobs of this thread whose result is not applied yet (`engram.nodes.background`):
+    `{"id", "kind", "user_id", ...}` plus what the job needs to run again after a crash (a
+    consolidation's messages, a compaction's message ids). `start` applies finished ones."""
     registered_user: NotRequired[str]
     """The user this thread is recorded for in the store's thread registry (`("threads",
     user_id)`), so that deleting the user deletes this thread too; `consolidate` registers the

@@ -33,12 +33,16 @@ JOURNAL_NAMESPACE = "memory_maintenance"
 """What maintenance changed, so that `restore` can undo it: `("memory_maintenance", label)`."""
 THREAD_NAMESPACE = "threads"
 """The threads a user talked in: `("threads", label)`, keyed by thread id."""
+JOBS_NAMESPACE = "memory_jobs"
+"""Background memory-model work not yet applied to its thread: `("memory_jobs", label)`, keyed
+by job id (`engram.stores.memory.jobs`)."""
 USER_ROOTS = (
     MEMORY_NAMESPACE,
     HASH_NAMESPACE,
     EPISODE_NAMESPACE,
     JOURNAL_NAMESPACE,
     THREAD_NAMESPACE,
+    JOBS_NAMESPACE,
 )
 """Every namespace root engram keys by user."""
 

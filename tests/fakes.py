@@ -227,3 +227,42 @@ class ToolCallingChatModel(RecordingChatModel):
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingChatModel:  # type: ignore[override]
         return self
+
+
+class GatedMemoryModel(StructuredFakeChatModel):
+    """A slow memory model, deterministically: every call (summary or structured) waits until
+    `gate` is set (at most `wait` seconds, then it raises `TimeoutError` like a model call that
+    timed out); `entered` is set when the first call is waiting. Summaries answer
+    "SUMMARY n"; structured calls answer from `structured_responses`, then `{"memories": []}`."""
+
+    gate: Any = None
+    entered: Any = None
+    wait: float = 60.0
+
+    def __init__(self, **kwargs: Any) -> None:
+        import threading
+
+        kwargs.setdefault("messages", (f"SUMMARY {i}" for i in itertools.count(1)))
+        super().__init__(**kwargs)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def _pass(self) -> None:
+        self.entered.set()
+        if not self.gate.wait(self.wait):
+            raise TimeoutError("memory model: no answer in time")
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any):  # type: ignore[override]
+        self._pass()
+        return super()._generate(messages, *args, **kwargs)
+
+    def with_structured_output(self, schema: Any, **kwargs: Any) -> RunnableLambda:  # type: ignore[override]
+        inner = super().with_structured_output(schema, **kwargs)
+
+        def answer(model_input: Any) -> Any:
+            self._pass()
+            if not self.structured_responses:
+                self.structured_responses.append({"memories": []})
+            return inner.invoke(model_input)
+
+        return RunnableLambda(answer)

@@ -153,7 +153,7 @@ def test_the_llm_summarizer_gets_seed_prompts_and_the_previous_summary() -> None
         structured_responses=[{"memories": []}] * 10,  # the extractor's answers
     )
     graph, _ = _graph(memory_model=memory_model)
-    state, _, _ = _run_turns(graph, [f"message {i}" for i in range(10)], Context(user_id="llm"))
+    state, _, _ = _run_turns(graph, [f"message {i}" for i in range(10)], Context(user_id="llm", memory_work="inline"))
     summaries = [
         c for c in memory_model.calls if c[0].content.startswith(SUMMARY_SYSTEM_PROMPT[:30])
     ]
@@ -168,7 +168,7 @@ def test_the_llm_summarizer_gets_seed_prompts_and_the_previous_summary() -> None
 def test_a_failing_summarizer_evicts_nothing_and_retries_next_turn() -> None:
     graph, store = _graph(memory_model=FailingChatModel())
     state, events, updates = _run_turns(
-        graph, [f"message {i}" for i in range(6)], Context(user_id="f")
+        graph, [f"message {i}" for i in range(6)], Context(user_id="f", memory_work="inline")
     )
     assert not any(events)
     assert len(state["messages"]) == 12  # nothing evicted
@@ -185,7 +185,7 @@ def test_a_failing_summarizer_evicts_nothing_and_retries_next_turn() -> None:
 def test_over_the_hard_cap_a_failing_summarizer_still_evicts_with_the_lossy_note() -> None:
     graph, store = _graph(memory_model=FailingChatModel())
     state, events, _ = _run_turns(
-        graph, [f"message {i}" for i in range(7)], Context(user_id="cap", max_messages=12)
+        graph, [f"message {i}" for i in range(7)], Context(user_id="cap", max_messages=12, memory_work="inline")
     )
     assert events[-1]["lossy"] is True and events[-1]["evicted"] == 10
     assert "10 earlier messages could not be summarized" in state["summary"]

@@ -55,7 +55,7 @@ async def test_tokens_stream_with_stream_mode_messages_sync_and_async() -> None:
         _model(), memory_model=memory_model, store=_store(), checkpointer=InMemorySaver()
     )
     config = _config()
-    ctx = Context(message_threshold=3, keep_recent_messages=1)
+    ctx = Context(message_threshold=3, keep_recent_messages=1, memory_work="inline")
     sync_chunks = [
         (chunk, meta["langgraph_node"])
         for chunk, meta in graph.stream(

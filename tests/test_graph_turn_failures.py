@@ -36,7 +36,7 @@ def test_a_failing_extractor_on_a_turn_still_answers_says_so_and_falls_back_to_r
     graph = compile_graph(
         model, memory_model=memory_model, store=store, checkpointer=InMemorySaver()
     )
-    ctx = Context(user_id="ext", consolidate_every_turns=3, **NO_COMPACTION)
+    ctx = Context(user_id="ext", consolidate_every_turns=3, memory_work="inline", **NO_COMPACTION)
 
     out = _turns(graph, ctx, ["I prefer tea.", "I live in Oslo.", "I use Vim."], str(uuid.uuid4()))
 

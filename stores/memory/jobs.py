@@ -1,0 +1,120 @@
+"""The job journal: memory-model work that runs after the reply, recorded in the store first.
+
+A background compaction or consolidation (`engram.nodes.background`) is one item under
+`("memory_jobs", <user label>)`, keyed by the job id, written before the turn's reply returns:
+
+- `status` "pending" while it runs, "done" with its `result` once it finished;
+- `owner`, the process running it (`host:pid:token`), and `lease_until`: the owner renews the
+  lease while it works, so a job whose owner died (its process is gone from this host, or its
+  lease ran out) is *abandoned* and any process may claim it again;
+- `kind` and `thread_id`, for people reading the store.
+
+An entry holds no message text: the messages a job works on stay in the thread's checkpointed
+state until the job's result is applied there. A result holds the redacted summary or the
+memories' events, nothing else. Entries live under the user's label, so `engram memory delete
+--all` removes a user's pending jobs with the rest of their data.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from langgraph.store.base import PutOp
+
+from engram.stores.namespaces import JOBS_NAMESPACE, user_label
+
+LEASE_SECONDS = 60.0
+"""How long a job's owner may stay silent before another process may take the job over."""
+
+JobStatus = Literal["pending", "done"]
+
+
+def job_namespace(user_id: str) -> tuple[str, str]:
+    """`("memory_jobs", user_label(user_id))`."""
+    return (JOBS_NAMESPACE, user_label(user_id))
+
+
+def owner_token() -> str:
+    """This process's name as a job owner: host, pid and a random token (pids are reused)."""
+    return _OWNER
+
+
+def pending_op(
+    user_id: str, job_id: str, *, kind: str, thread_id: str | None, lease_seconds: float = LEASE_SECONDS
+) -> PutOp:
+    """The write that records (or renews) this process's claim on a pending job."""
+    now = datetime.now(UTC)
+    return PutOp(
+        job_namespace(user_id),
+        job_id,
+        {
+            "kind": kind,
+            "thread_id": thread_id,
+            "status": "pending",
+            "owner": _OWNER,
+            "lease_until": (now + timedelta(seconds=lease_seconds)).isoformat(),
+            "updated_at": now.isoformat(),
+        },
+        index=False,
+    )
+
+
+def done_op(
+    user_id: str, job_id: str, *, kind: str, thread_id: str | None, result: dict[str, Any]
+) -> PutOp:
+    """The write that records a finished job's result, for the thread's next turn to apply."""
+    return PutOp(
+        job_namespace(user_id),
+        job_id,
+        {
+            "kind": kind,
+            "thread_id": thread_id,
+            "status": "done",
+            "owner": _OWNER,
+            "result": result,
+            "updated_at": datetime.now(UTC).isoformat(),
+        },
+        index=False,
+    )
+
+
+def delete_op(user_id: str, job_id: str) -> PutOp:
+    """The write that removes a job's entry (its result was applied)."""
+    return PutOp(job_namespace(user_id), job_id, None)
+
+
+def is_abandoned(value: dict[str, Any], *, now: datetime | None = None) -> bool:
+    """Whether a pending job's owner is gone: its process no longer runs on this host, or its
+    lease ran out (an owner on another host, or one that hangs)."""
+    if value.get("status") != "pending":
+        return False
+    owner = str(value.get("owner", ""))
+    if owner == _OWNER:
+        return False
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host == _HOST and pid.isdigit() and not _alive(int(pid)):
+        return True
+    try:
+        lease = datetime.fromisoformat(str(value.get("lease_until")))
+    except ValueError:
+        return True
+    return lease <= (now or datetime.now(UTC))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+_HOST = socket.gethostname().replace(":", "_")
+_OWNER = f"{_HOST}:{os.getpid()}:{secrets.token_hex(6)}"
