@@ -46,7 +46,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores.chroma import metadata as md
-from engram.stores.chroma import plan, process_lock, purge, relabel, upgrade
+from engram.stores.chroma import plan, process_lock, purge, relabel, tombstones, upgrade
 from engram.stores.chroma.awaitable import AwaitableBool, AwaitableInt
 from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
@@ -147,11 +147,12 @@ class ChromaStore(BaseStore):
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
         )
-        self._coalescer = Coalescer(self._run_batch)
+        self._coalescer = Coalescer(self._run_batch, idle=self._remove_tombstones)
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
         if self._items.count():
+            self._remove_tombstones(everyone=True)
             relabel.relabel_users(
                 self,
                 lexical=self.lexical.index if self.lexical else None,
@@ -239,9 +240,14 @@ class ChromaStore(BaseStore):
             if not expired["ids"]:
                 return AwaitableInt(0)
             self._folder.writing()
-            return AwaitableInt(
-                self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
-            )
+            items = {  # tombstones go too (Chroma deletes by expiry), but were no items
+                i: meta
+                for i, meta in zip(expired["ids"], expired["metadatas"])
+                if not tombstones.is_tombstone(meta)
+            }
+            removed = self._writer.delete_expired(now, items)
+            self._writer.buried.clear()
+            return AwaitableInt(removed)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> AwaitableBool:
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes).
@@ -298,6 +304,7 @@ class ChromaStore(BaseStore):
         embedded = settings.is_persistent and not settings.chroma_server_host
         with self._folder.hold():
             self._folder.writing()
+            self._writer.remove_tombstones(everyone=True)
             if embedded and settings.persist_directory:
                 report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
             if self.lexical is not None:
@@ -312,8 +319,20 @@ class ChromaStore(BaseStore):
         """Stop background work and close the lexical index this store opened. The Chroma
         client itself needs no closing."""
         self.stop_ttl_sweeper()
+        self._remove_tombstones()
         if self.lexical is not None and self._owns_lexical:
             self.lexical.index.close()
+
+    def _remove_tombstones(self, *, everyone: bool = False) -> None:
+        """Remove the records of deleted items left as tombstones by this store (with
+        `everyone`: by any process, e.g. one that died before it removed its own), if any."""
+        if not everyone and not self._writer.buried:
+            return
+        with self._folder.hold():
+            if everyone and not self._items.get(where=tombstones.WHERE, limit=1, include=[])["ids"]:
+                return
+            self._folder.writing()
+            self._writer.remove_tombstones(everyone=everyone)
 
     # -- execution (the only code that talks to Chroma) ----------------------------------------
 
@@ -346,7 +365,11 @@ class ChromaStore(BaseStore):
         refresh: dict[str, float] = {}
         if batch.gets:
             get_ids = [md.item_id(op.namespace, op.key) for _, op in batch.gets]
-            found = self._fetch_items(get_ids, now)
+            found = (
+                self._fetch_items(get_ids, now)
+                if batch.got is None
+                else _live_items(batch.got.items(), now)
+            )
             for (i, op), item_id in zip(batch.gets, get_ids):
                 hit = found.get(item_id)
                 results[i] = hit[0] if hit else None
@@ -430,9 +453,16 @@ class ChromaStore(BaseStore):
         an item whose indexed texts did not change keeps its vectors (no embedding call)."""
         if not batch.puts:
             return
-        for chunk in self._chunks(list(batch.ids.values())):
+        put_ids = set(batch.ids.values())
+        get_ids = {md.item_id(op.namespace, op.key) for _, op in batch.gets}
+        batch.got = {}
+        for chunk in self._chunks(list(put_ids | get_ids)):  # the gets' items: the same read
             got = self._items.get(ids=chunk, include=["metadatas"])
-            batch.previous.update(zip(got["ids"], got["metadatas"]))
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                if item_id in put_ids:
+                    batch.previous[item_id] = meta
+                if item_id in get_ids:
+                    batch.got[item_id] = meta
         if reusable := batch.reusable():
             got = self._items.get(ids=reusable, include=["embeddings"])
             batch.reused.update(
@@ -446,9 +476,7 @@ class ChromaStore(BaseStore):
         found: dict[str, tuple[Item, dict[str, Any]]] = {}
         for chunk in self._chunks(list(dict.fromkeys(ids))):
             got = self._items.get(ids=chunk, include=["metadatas"])
-            for item_id, meta in zip(got["ids"], got["metadatas"]):
-                if not md.expired(meta, now):
-                    found[item_id] = (_item(meta), meta)
+            found.update(_live_items(zip(got["ids"], got["metadatas"]), now))
         return found
 
     def _search(
@@ -465,7 +493,8 @@ class ChromaStore(BaseStore):
         ]
         updated = {i: _record(m).updated_at for i, m in rows}
         rows.sort(key=lambda row: (updated[row[0]], row[0]), reverse=True)
-        return self._page([item_id for item_id, _ in rows], {}, op, now)
+        known = {i: (_item(m), m) for i, m in rows[: op.offset + op.limit]}  # not read again
+        return self._page([item_id for item_id, _ in rows], {}, op, now, known)
 
     def _vector_search(
         self, op: SearchOp, query_vector: list[float], now: float
@@ -627,6 +656,13 @@ def _note_refresh(
 ) -> None:
     if (minutes := _record(meta).ttl_minutes) is not None:
         refresh[item_id] = now + float(minutes) * 60
+
+
+def _live_items(
+    records: Iterable[tuple[str, dict[str, Any]]], now: float
+) -> dict[str, tuple[Item, dict[str, Any]]]:
+    """The items of (id, metadata) records, with their metadata; expired ones left out."""
+    return {i: (_item(meta), meta) for i, meta in records if not md.expired(meta, now)}
 
 
 def _settled_ranking(scores: dict[str, float], exhausted: bool) -> list[str]:
