@@ -232,8 +232,10 @@ class ChromaStore(BaseStore):
     def sweep_ttl(self) -> AwaitableInt:
         """Delete every expired item and its vectors; returns how many items were deleted.
 
-        The count can also be awaited (`await store.sweep_ttl()`, as with langgraph's async
-        stores); the sweep itself has run by then."""
+        Expired items leave no text behind, as deleted ones: when the sweep deleted any, the
+        store's files are purged (`purge_deleted`). The count can also be awaited
+        (`await store.sweep_ttl()`, as with langgraph's async stores); the sweep itself has run
+        by then."""
         now = time.time()
         with self._folder.hold():
             expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
@@ -247,6 +249,8 @@ class ChromaStore(BaseStore):
             }
             removed = self._writer.delete_expired(now, items)
             self._writer.buried.clear()
+            if removed:
+                self._purge_held()
             return AwaitableInt(removed)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> AwaitableBool:
@@ -299,16 +303,20 @@ class ChromaStore(BaseStore):
         Raises:
             sqlite3.OperationalError: Another process kept `chroma.sqlite3` locked for 30 s.
         """
+        with self._folder.hold():
+            return self._purge_held()
+
+    def _purge_held(self) -> PurgeReport:
+        """`purge_deleted` holding the data folder."""
         report = PurgeReport()
         settings = self.client.get_settings()
         embedded = settings.is_persistent and not settings.chroma_server_host
-        with self._folder.hold():
-            self._folder.writing()
-            self._writer.remove_tombstones(everyone=True)
-            if embedded and settings.persist_directory:
-                report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
-            if self.lexical is not None:
-                self.lexical.index.scrub()
+        self._folder.writing()
+        self._writer.remove_tombstones(everyone=True)
+        if embedded and settings.persist_directory:
+            report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
+        if self.lexical is not None:
+            self.lexical.index.scrub()
         return report
 
     async def apurge_deleted(self) -> PurgeReport:
