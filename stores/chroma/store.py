@@ -110,11 +110,14 @@ class ChromaStore(BaseStore):
         ttl: TTLConfig | None = None,
         lexical: LexicalIndex | bool | None = None,
     ) -> None:
+        _check_collection_name(collection)
+        self._own_clients: list[ClientAPI] = []
+        """The clients this store made (`close` closes them)."""
         if client is None:
             folder = Path(path) if path is not None else default_chroma_path()
             folder.mkdir(parents=True, exist_ok=True)
             client = chromadb.PersistentClient(path=str(folder))
-        _check_collection_name(collection)
+            self._own_clients.append(client)
         self.client = client
         self.collection_name = collection
         self._max_batch = client.get_max_batch_size()
@@ -199,7 +202,9 @@ class ChromaStore(BaseStore):
                 f"cannot reach a Chroma server at {parsed.hostname}:{port} ({exc}); "
                 f"start one with `chroma run --host {parsed.hostname} --port {port}` or fix the URL"
             ) from exc
-        return cls(client, collection=collection, index=index, ttl=ttl, lexical=lexical)
+        store = cls(client, collection=collection, index=index, ttl=ttl, lexical=lexical)
+        store._own_clients.append(client)
+        return store
 
     @property
     def supports_hybrid(self) -> bool:
@@ -324,12 +329,16 @@ class ChromaStore(BaseStore):
         return await asyncio.to_thread(self.purge_deleted)
 
     def close(self) -> None:
-        """Stop background work and close the lexical index this store opened. The Chroma
-        client itself needs no closing."""
+        """Stop background work and close what this store opened: the lexical index, the
+        Chroma client it made (not one it was given), its hold on the data folder's files."""
         self.stop_ttl_sweeper()
         self._remove_tombstones()
         if self.lexical is not None and self._owns_lexical:
             self.lexical.index.close()
+        for client in self._own_clients:
+            client.close()
+        self._own_clients.clear()
+        self._folder.close()
 
     def _remove_tombstones(self, *, everyone: bool = False) -> None:
         """Remove the records of deleted items left as tombstones by this store (with
@@ -446,6 +455,8 @@ class ChromaStore(BaseStore):
     def _reopen(self) -> None:
         """Another process changed the data folder: read the collection afresh from disk."""
         self.client = process_lock.reopen_client(self.client)
+        if self._own_clients:
+            self._own_clients.append(self.client)
         self._items = self._open_collection(self.client)
         self._writer.collection = self._items
         if self.lexical is not None:
