@@ -70,6 +70,19 @@ def writer(name: str, count: int) -> dict:
     return {"written": count, "missing": missing}
 
 
+def opener(name: str, at: float) -> dict:
+    """Opens the store at wall-clock time `at` (beside other openers of a new folder), then
+    writes one item."""
+    import time
+
+    from engram.stores.chroma.store import make_store
+
+    time.sleep(max(0.0, at - time.time()))
+    store = make_store()
+    store.put(NAMESPACE, name, {"content": f"opened by {name}"})
+    return {"opened": name}
+
+
 def reader() -> dict:
     """Searches (vector, plain, hybrid) and namespace listings until the writers are done
     (`$ENGRAM_DATA_DIR/others.done` exists), checking that they agree with each other."""
@@ -101,6 +114,8 @@ if __name__ == "__main__":
         result = writer(args[0], int(args[1]))
     elif role == "reader":
         result = reader()
+    elif role == "opener":
+        result = opener(args[0], float(args[1]))
     else:
-        raise SystemExit(f"unknown role {role!r}: use app, writer or reader")
+        raise SystemExit(f"unknown role {role!r}: use app, writer, reader or opener")
     print(json.dumps(result))

@@ -12,6 +12,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,22 @@ def test_two_writers_and_a_reader_account_for_every_write(env, monkeypatch):
     assert set(lexical.index.ids(lexical.scope(NAMESPACE))) == {
         md.item_id(NAMESPACE, key) for key in keys
     }
+
+
+def test_processes_opening_a_new_folder_at_the_same_moment_all_start(env, tmp_path, monkeypatch):
+    # Chroma creates its tables on a folder's first open; unguarded, simultaneous first opens
+    # failed about once in 24 ("table collections already exists").
+    for attempt in range(3):
+        folder_env = {**env, "ENGRAM_DATA_DIR": str(tmp_path / f"new-{attempt}")}
+        at = time.time() + 3  # after every interpreter has started and imported engram
+        openers = [start(folder_env, str(SCRIPT), "opener", f"p{n}", str(at)) for n in range(4)]
+        assert [result(p) for p in openers] == [{"opened": f"p{n}"} for n in range(4)]
+        monkeypatch.setenv("ENGRAM_DATA_DIR", folder_env["ENGRAM_DATA_DIR"])
+        store = make_store()
+        assert sorted(item.key for item in store.search(NAMESPACE, limit=10)) == [
+            f"p{n}" for n in range(4)
+        ]
+        store.close()
 
 
 def test_graph_app_and_memory_add_side_by_side(env, monkeypatch):

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import chromadb
 from chromadb.api import ClientAPI, ServerAPI
 from chromadb.api.client import Client
 from chromadb.config import System
@@ -102,6 +103,18 @@ class Unshared:
 
     def close(self) -> None:
         pass
+
+
+def open_persistent_client(folder: Path) -> ClientAPI:
+    """A `PersistentClient` on `folder`, opened holding the folder's lock: Chroma creates its
+    SQLite tables when it first opens a folder, and processes opening a new folder at the same
+    moment would race there ("table collections already exists")."""
+    shared = _shared_folder(folder)
+    try:
+        with shared.locked():
+            return chromadb.PersistentClient(path=str(folder))
+    finally:
+        _release_shared_folder(shared)
 
 
 def folder_lock_for(client: ClientAPI, reopen: Callable[[], None]) -> FolderLock | Unshared:

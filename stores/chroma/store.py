@@ -116,7 +116,7 @@ class ChromaStore(BaseStore):
         if client is None:
             folder = Path(path) if path is not None else default_chroma_path()
             folder.mkdir(parents=True, exist_ok=True)
-            client = chromadb.PersistentClient(path=str(folder))
+            client = process_lock.open_persistent_client(folder)
             self._own_clients.append(client)
         self.client = client
         self.collection_name = collection
