@@ -96,12 +96,8 @@ def open_persistent_client(folder: Path) -> ClientAPI:
     """A `PersistentClient` on `folder`, opened holding the folder's lock: Chroma creates its
     SQLite tables when it first opens a folder, and processes opening a new folder at the same
     moment would race there ("table collections already exists")."""
-    shared = _shared_folder(folder)
-    try:
-        with shared.locked():
-            return chromadb.PersistentClient(path=str(folder))
-    finally:
-        _release_shared_folder(shared)
+    with _shared_folder(folder).locked():
+        return chromadb.PersistentClient(path=str(folder))
 
 
 def folder_lock_for(client: ClientAPI, reopen: Callable[[], None]) -> FolderLock | Unshared:
