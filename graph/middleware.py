@@ -207,6 +207,7 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         fresh = not isinstance(messages[current_input_start(messages)], AIMessage)
         evictions = state.get("evicted_message_count", 0)
         update: dict[str, Any] = {}
+        jobs = list(state.get("memory_jobs", ()))
         if fresh and not ctx.incognito:  # a background consolidation's result, if finished
             update = await self._work.collect(state, runtime)  # type: ignore[arg-type]
             state = applied_state(state, update)  # type: ignore[arg-type,assignment]
@@ -228,6 +229,8 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             if "messages" in update:
                 state["messages"] = add_messages(messages, update["messages"])
             state["built_context"] = built
+        if journal_failures := await self._work.release(jobs, update, runtime):
+            update = merge_updates(update, {"failures": journal_failures})
         system, *chosen = model_input(state, instructions)  # type: ignore[arg-type]
         return _Prepared(
             request.override(system_message=_as_system(system), messages=chosen),

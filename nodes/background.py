@@ -31,7 +31,7 @@ import concurrent.futures
 import contextvars
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -180,7 +180,7 @@ class MemoryWork:
         working: dict[str, Any] = dict(state)
         update: dict[str, Any] = {"failures": []}
         removals: list[RemoveMessage] = []
-        remaining, applied = [], []
+        remaining = []
         for job, item in zip(jobs, items, strict=True):
             value = item.value if item is not None else None
             if value is not None and value.get("status") == "done":
@@ -191,20 +191,38 @@ class MemoryWork:
                     working["messages"] = add_messages(working["messages"], ops)
                 working.update(step)
                 update.update(step)
-                applied.append(job)
                 continue
             remaining.append(job)
             if value is None or is_abandoned(value) or _lost_here(value, job):
                 await self._claim(job, working, runtime)
-        if applied:
-            try:
-                await store.abatch([delete_op(j["user_id"], j["id"]) for j in applied])
-            except RECOVERABLE_ERRORS as exc:  # applied all the same: the state says so
-                update["failures"].append(record_failure("journal", exc))
         update["memory_jobs"] = remaining
         if removals:
             update["messages"] = removals
         return update
+
+    async def release(
+        self, jobs: Iterable[dict[str, Any]], update: dict[str, Any], runtime: Runtime[Context]
+    ) -> list[dict[str, str]]:
+        """Delete the journal entries of the `jobs` that `update` (from `collect`) applied; the
+        failures. A node calls this last, once it can no longer fail: a node that fails after
+        `collect` leaves the journal as it was, and the next turn applies the jobs again.
+
+        Args:
+            jobs: The jobs the node knew of (its state's, and any it submitted).
+            update: The node's update (a job it applied is missing from its `memory_jobs`).
+            runtime: The run's runtime.
+        """
+        if "memory_jobs" not in update or runtime.store is None:
+            return []
+        kept = {j["id"] for j in update["memory_jobs"]}
+        applied = [j for j in jobs if j["id"] not in kept]
+        if not applied:
+            return []
+        try:
+            await runtime.store.abatch([delete_op(j["user_id"], j["id"]) for j in applied])
+        except RECOVERABLE_ERRORS as exc:  # applied all the same: the state says so
+            return [record_failure("journal", exc)]
+        return []
 
     async def _claim(
         self, job: dict[str, Any], state: EngramState, runtime: Runtime[Context]

@@ -126,10 +126,12 @@ def make_consolidate(
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         applied: dict[str, Any] = {}
+        known_jobs = list(state.get("memory_jobs", ()))
         if work is not None and state.get("end_session") and not runtime.context.incognito:
             applied = await work.collect(state, runtime, finish=True)
             state = applied_state(state, applied)
         update = await _submit(state, runtime) if work is not None else None
+        submitted = update or {}
         if update is None:
             update = await _inline(state, runtime)
         elif work is not None and state.get("end_session"):  # no reply to hurry: wait for it
@@ -143,6 +145,10 @@ def make_consolidate(
             update["failures"] = [*update.get("failures", []), failure]
         if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
             update.update(await _register_thread(runtime))
+        if work is not None:
+            jobs = [*known_jobs, *submitted.get("memory_jobs", ())]
+            if failures := await work.release(jobs, update, runtime):
+                update = merge_updates(update, {"failures": failures})
         return update
 
     async def _submit(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any] | None:

@@ -143,6 +143,7 @@ def make_start(
 
     async def start(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         applied: dict[str, Any] = {}
+        jobs = list(state.get("memory_jobs", ()))
         if work is not None and not runtime.context.incognito:
             applied = await work.collect(state, runtime)
             state = applied_state(state, applied)
@@ -153,6 +154,8 @@ def make_start(
             model_name=model_name,
             window=runtime.context.context_window or default_window,
         )
+        if work is not None:
+            failures += await work.release(jobs, applied, runtime)
         return merge_updates(
             applied, {**begin_turn(state), "built_context": built, "failures": Overwrite(failures)}
         )

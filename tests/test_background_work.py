@@ -26,6 +26,7 @@ from langgraph.store.base import BaseStore
 from engram.graph import Context, EngramMiddleware, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.background import wait_for_memory_work
+from engram.nodes.start import ContextOverflowError
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.memory.jobs import job_namespace
 from engram.stores.memory.long_term import LongTermMemory
@@ -129,6 +130,34 @@ async def test_async_runs_hand_the_work_to_the_worker_too(store, saver, memory_m
     out = await graph.ainvoke({"messages": [HumanMessage("Tea?")]}, config, context=ctx)
     assert out["consolidation"]["memory_ids"]
     assert TEA["content"] in out["built_context"]["memory_block"]
+
+
+def test_a_turn_that_fails_after_collecting_leaves_the_job_for_the_next_turn(
+    store, saver, memory_model
+) -> None:
+    graph = _graph(memory_model, store, saver)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(user_id="bg", consolidate_every_turns=1, context_window=2048, **NO_COMPACTION)
+    _turn(graph, "I drink green tea every morning.", config, ctx)
+    memory_model.gate.set()
+    assert wait_for_memory_work(timeout=30)
+    [done] = _jobs(store, "bg")
+    assert done.value["status"] == "done"
+
+    with pytest.raises(ContextOverflowError):  # `start` collects the job, then fails
+        _turn(graph, "tea " * 5000, config, ctx)
+
+    assert [j.key for j in _jobs(store, "bg")] == [done.key]  # still journaled...
+    assert len(memory_model.structured_calls) == 1  # ...and not run again
+    events = list(
+        graph.stream(
+            {"messages": [HumanMessage("What do I drink?")]}, config, context=ctx,
+            stream_mode="custom",
+        )
+    )
+    assert [e["event"] for e in events] == ["memory.created"]  # applied now, from the journal
+    assert done.key not in [j["id"] for j in graph.get_state(config).values["memory_jobs"]]
+    assert done.key not in [j.key for j in _jobs(store, "bg")]
 
 
 def test_a_background_compaction_folds_at_the_next_turn_with_nothing_lost(

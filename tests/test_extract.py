@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fakes import NGramEmbeddings, StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -285,6 +287,29 @@ def test_secrets_inside_a_statement_are_redacted_not_kept():
     assert "MySQL 8.0" in c.content and "svc_app" in c.content
     [c] = extract("数据库是 PG 15，账号 app_rw 密码 Hx8#ee21，在 10.2.0.7")
     assert "Hx8#ee21" not in c.content and "app_rw" in c.content
+
+
+def test_a_sentence_that_only_holds_a_secret_is_left_out_of_the_memory():
+    [c] = extract("I prefer Vim. my aws key is AKIAIOSFODNN7EXAMPLE")
+    assert c.content == "I prefer Vim."
+    [c] = extract("我喜欢用 Vim。我的密码是 Hx8#ee21abc")
+    assert "密码" not in c.content and "Vim" in c.content
+
+
+@pytest.mark.parametrize("unit", ["x", "a.", "a/", "我", "-a", '"a '])
+def test_extraction_time_grows_linearly_with_a_long_unbroken_message(unit):
+    # A pasted blob (a base64 image, a minified file) must not stall consolidation: 4x the
+    # text may take about 4x the time, far from the 16x of a quadratic scan.
+    def seconds(chars: int) -> float:
+        text = unit * (chars // len(unit))
+        runs = []
+        for _ in range(3):
+            start = time.perf_counter()
+            extract(text)
+            runs.append(time.perf_counter() - start)
+        return min(runs)
+
+    assert seconds(40_000) / seconds(10_000) < 10
 
 
 def test_remember_prefix_is_stripped():

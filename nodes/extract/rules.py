@@ -243,10 +243,13 @@ def _lists_details(text: str) -> bool:
 
 
 def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
-    content = _content(draft.pieces, text)
+    # A piece after the first that holds only a redacted secret ("my key is [REDACTED]") is
+    # not part of what the memory says.
+    pieces = [draft.pieces[0], *(p for p in draft.pieces[1:] if not is_only_secret(p.text))]
+    content = _content(pieces, text)
     if content_problem(content) is not None or is_only_secret(content):
         return None
-    said = " ".join(p.text for p in draft.pieces)
+    said = " ".join(p.text for p in pieces)
     if not draft.rule.strong and not (has_detail(said) or terms(said)):
         return None
     key, data = key_for(draft.rule, draft.match, draft.head)

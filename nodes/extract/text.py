@@ -56,7 +56,7 @@ _DETAIL = re.compile(
     r"(?<![A-Za-z0-9_.])[vV#~+]?\d+(?:[.:,/-]\d+)*(?:\.x)?[A-Za-z%]*"  # numbers, versions, sizes
     r"|\b[A-Za-z]+\d\w*"                                # S3, k8s, EC2
     r"|`[^`]+`|\"[^\"]{2,}\"|“[^”]{2,}”|《[^》]+》|「[^」]+」"  # quoted or code
-    r"|[\w.~-]*[/\\][\w.~/\\-]+"                       # paths, URLs
+    r"|[\w.~-]{0,200}[/\\][\w.~/\\-]+"                  # paths, URLs (bounded: linear time)
     r"|(?<![\w.])\.\w[\w.-]*"                          # dotfiles: .env, .npmrc
     r"|\b\w+\.(?:ya?ml|json|toml|ini|conf|cfg|env|md|txt|py|ts|tsx|js|jsx|go|rs|java|kt|rb|php|sh"
     r"|sql|db|lock|xml|html|css|vue|dart|swift|c|h|cpp)\b"
