@@ -14,6 +14,7 @@ from engram.stores.lazy import lazy_exports
 if TYPE_CHECKING:
     from engram.graph.builder import build_graph, compile_graph
     from engram.graph.middleware import EngramMiddleware
+    from engram.graph.resume import aresume_memory_work, resume_memory_work
     from engram.graph.tools import memory_tools
     from engram.nodes import BuiltContext, Context, EngramState
     from engram.nodes.background import wait_for_memory_work
@@ -23,9 +24,11 @@ __all__ = [
     "Context",
     "EngramMiddleware",
     "EngramState",
+    "aresume_memory_work",
     "build_graph",
     "compile_graph",
     "memory_tools",
+    "resume_memory_work",
     "wait_for_memory_work",
 ]
 
@@ -39,6 +42,8 @@ __getattr__, __dir__ = lazy_exports(
         "compile_graph": "engram.graph.builder",
         "EngramMiddleware": "engram.graph.middleware",
         "memory_tools": "engram.graph.tools",
+        "aresume_memory_work": "engram.graph.resume",
+        "resume_memory_work": "engram.graph.resume",
         "wait_for_memory_work": "engram.nodes.background",
     },
 )

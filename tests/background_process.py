@@ -7,6 +7,8 @@
     python tests/background_process.py resume  # the next turn (resumes the abandoned job with a
                                                 # model that answers), then one more (applies it);
                                                 # prints what the thread and the store hold
+    python tests/background_process.py sweep   # no turn: `resume_memory_work(graph)` at
+                                                # start-up; prints the same
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import chromadb
 from fakes import GatedMemoryModel, NGramEmbeddings, RecordingChatModel
 from langchain_core.messages import HumanMessage
 
-from engram.graph import Context, compile_graph
+from engram.graph import Context, compile_graph, resume_memory_work
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.background import wait_for_memory_work
 from engram.stores.chroma.store import ChromaStore
@@ -61,9 +63,14 @@ def main(mode: str) -> None:
         while True:
             time.sleep(1)
     memory_model.gate.set()
-    turn("What do I drink?")  # `start` claims the killed process's job and runs it here
-    wait_for_memory_work(timeout=120)
-    out = turn("Anything else?")  # applies the job's result
+    if mode == "sweep":
+        resumed = resume_memory_work(graph)
+        out = graph.get_state(CONFIG).values
+    else:
+        resumed = []
+        turn("What do I drink?")  # `start` claims the killed process's job and runs it here
+        wait_for_memory_work(timeout=120)
+        out = turn("Anything else?")  # applies the job's result
     memories = [s.memory.content for s in LongTermMemory(store).search("crash", "green tea")]
     print(json.dumps({
         "memories": memories,
@@ -72,6 +79,7 @@ def main(mode: str) -> None:
         "jobs_in_store": [i.key for i in store.search(job_namespace("crash"), limit=100)],
         "messages": [m.content for m in out["messages"]],
         "recalled": out["built_context"]["memory_block"],
+        "resumed_threads": resumed,
     }), flush=True)
 
 

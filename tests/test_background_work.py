@@ -23,7 +23,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import BaseStore
 
-from engram.graph import Context, EngramMiddleware, compile_graph
+from engram.graph import Context, EngramMiddleware, compile_graph, resume_memory_work
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.background import wait_for_memory_work
 from engram.nodes.start import ContextOverflowError
@@ -324,7 +324,30 @@ def test_the_memory_model_is_only_called_from_the_workers_loop(store, saver, mod
     assert memory_model.loops and set(memory_model.loops) == {"engram-memory-work"}
 
 
-def test_a_job_of_a_killed_process_is_resumed_by_the_next_one(tmp_path) -> None:
+def test_resuming_at_start_up_drops_an_entry_its_thread_never_recorded(store, saver, memory_model) -> None:
+    graph = _graph(memory_model, store, saver)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(user_id="bg", **NO_COMPACTION)
+    _turn(graph, "Hello there.", config, ctx)
+    # the entry of a process that died inside the node that journaled it: its lease ran out
+    # and the thread's state never recorded it
+    store.put(job_namespace("bg"), "orphan", {
+        "kind": "consolidate", "thread_id": config["configurable"]["thread_id"],
+        "status": "pending", "owner": "elsewhere:1:x", "lease_until": "2000-01-01T00:00:00+00:00",
+    }, index=False)
+    before = graph.get_state(config).values["messages"]
+
+    assert resume_memory_work(graph) == [config["configurable"]["thread_id"]]
+
+    assert _jobs(store, "bg") == []
+    assert graph.get_state(config).values["messages"] == before
+    assert resume_memory_work(graph) == []  # nothing left to resume
+
+
+@pytest.mark.parametrize("resume", ["resume", "sweep"])
+def test_a_job_of_a_killed_process_is_resumed_by_the_next_one(tmp_path, resume) -> None:
+    """"resume": by its thread's next turn; "sweep": by `resume_memory_work` at the next
+    process's start, with no turn at all."""
     env = {
         **os.environ,
         "ENGRAM_DATA_DIR": str(tmp_path),
@@ -345,17 +368,21 @@ def test_a_job_of_a_killed_process_is_resumed_by_the_next_one(tmp_path) -> None:
             first.kill()
 
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "resume"],
+        [sys.executable, str(SCRIPT), resume],
         env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     resumed = json.loads(done.stdout.splitlines()[-1])
     assert resumed["memories"] == [TEA["content"]]
-    assert resumed["consolidation"]["trigger"] == "turns"
-    assert resumed["consolidation"]["messages"] == 4  # the killed turn's two exchanges
     [killed] = started["job_ids"]
     assert killed not in resumed["jobs_in_state"] and killed not in resumed["jobs_in_store"]
-    assert TEA["content"] in resumed["recalled"]
+    if resume == "resume":
+        assert resumed["consolidation"]["trigger"] == "turns"
+        assert resumed["consolidation"]["messages"] == 4  # the killed turn's two exchanges
+        assert TEA["content"] in resumed["recalled"]
+    else:
+        assert resumed["resumed_threads"] == ["crash-thread"]
+        assert len(resumed["messages"]) == 4  # no turn was added
     # nothing of the killed turn was lost: its messages are all in the thread
     assert resumed["messages"][:4] == [
         "Hello there.", "reply 0", "I drink green tea every morning.", "reply 1"
