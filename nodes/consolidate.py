@@ -56,7 +56,7 @@ from langgraph.types import Overwrite
 from engram.nodes.background import MemoryWork, applied_state, merge_updates
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.events import announce_writes
-from engram.nodes.extract.llm import Extractor, make_extractor
+from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.merge_decision import decision_counts, decision_failures, make_merge_decider
@@ -64,6 +64,7 @@ from engram.nodes.tokens import TokenCounter, counter_for_model
 from engram.nodes.transcript import from_pending, split_exchanges, to_pending
 from engram.stores.memory.decision import MergeDecider
 from engram.stores.memory.long_term import LongTermMemory, WriteResult
+from engram.stores.memory.types import MemoryCandidate
 from engram.stores.memory.users import register_thread_op
 
 if TYPE_CHECKING:
@@ -246,6 +247,7 @@ def make_consolidate(
                     continue
                 candidates = await fallback.aextract(window, context=context)
                 fallbacks += 1
+            candidates = _most_important(candidates, window, counter, window_tokens)
             ids = [m.id for m in window if m.id]
             try:
                 window_results = await ltm.aupsert(
@@ -292,6 +294,33 @@ def make_consolidate(
     if work is not None:
         work.register("consolidate", run_job)
     return consolidate
+
+
+def _most_important(
+    candidates: list[MemoryCandidate],
+    window: Sequence[BaseMessage],
+    counter: TokenCounter,
+    window_tokens: int,
+) -> list[MemoryCandidate]:
+    """At most `MAX_MEMORIES` candidates per `window_tokens` of the window (the model's schema
+    allows as many per call): the most important (the earlier of equals), in their order (a
+    correction still comes after what it corrects). A pasted document of one message (a window
+    is never cut inside a message) stays a bounded write.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> facts = [MemoryCandidate(content=f"fact {i}", category="fact") for i in range(30)]
+        >>> facts[29].importance = 1.0
+        >>> kept = _most_important(facts, [HumanMessage("short")], counter_for_model(None), 4000)
+        >>> len(kept), kept[0].content, kept[-1].content
+        (10, 'fact 0', 'fact 29')
+    """
+    limit = MAX_MEMORIES * max(1, -(-counter.count_messages(window) // window_tokens))
+    if len(candidates) <= limit:
+        return candidates
+    logger.warning("kept the %d most important of %d memories found in one window", limit, len(candidates))
+    ranked = sorted(range(len(candidates)), key=lambda i: -candidates[i].effective_importance())
+    return [candidates[i] for i in sorted(ranked[:limit])]
 
 
 def _todo(state: EngramState, seen: set[str]) -> tuple[list[BaseMessage], list[BaseMessage]]:

@@ -117,6 +117,17 @@ async def test_session_end_extracts_with_provenance_and_events(backend):
     assert set(record["memory_ids"]) == {m.id for m in found.values()}
 
 
+async def test_a_pasted_document_stays_a_bounded_write_keeping_the_most_important():
+    facts = [f"I have a cousin called Person{i} who lives in Town{i}." for i in range(40)]
+    text = " ".join(facts[:20] + ["I prefer tabs over spaces in Go."] + facts[20:])
+    graph, store = build()
+    await run(graph, {"messages": dialog((text, "ok")), "end_session": True})
+    found = [m.content for m in memories(store)]
+    assert len(found) == 10  # one window of under 4000 tokens: as many as one model call
+    assert "I prefer tabs over spaces in Go." in found  # a preference outranks a plain fact
+    assert found.index("I prefer tabs over spaces in Go.") > 0  # written in the message's order
+
+
 # -- idempotency -------------------------------------------------------------------------------
 
 async def test_consolidating_the_same_messages_twice_creates_nothing_new():
