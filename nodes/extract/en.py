@@ -42,8 +42,11 @@ _JOB = (
     r"|administrator|admin|freelancer|intern|sre|devops|pm|product owner)"
 )
 _PEOPLE = (
-    r"(?:mom|mum|mother|dad|father|parents|wife|husband|partner|son|daughter|kids?|children|baby|brother"
-    r"|sister|grandma|grandpa|family|dog|cat)"
+    r"(?:mom|mum|mother|dad|father|parents|wife|husband|partner|spouse|son|daughter|kids?|children|baby"
+    r"|twins|brother|sister|siblings?|grandma|grandpa|grandmother|grandfather|grand(?:son|daughter|kids?)"
+    r"|cousins?|aunt|uncle|niece|nephew|(?:mother|father|brother|sister)-in-law|in-laws|step(?:son|daughter"
+    r"|mom|mum|dad|brother|sister)|fianc[eé]e?|girlfriend|boyfriend|(?:best )?friends?|roommate|flatmate"
+    r"|neighbou?rs?|family|(?:dog|cat|kitten|parrot|bird|rabbit|hamster|horse|pet)s?|pupp(?:y|ies))"
 )
 _CONDITION = (
     r"(?:allergic|intolerant|vegetarian|vegan|pescatarian|diabetic|celiac|coeliac|left-handed"
