@@ -28,6 +28,7 @@ from engram.graph.cli.memory_support import (
     DEFAULT_USER,
     CliError,
     all_memories,
+    collector_paused_until_open,
     ensure_user,
     err,
     known_users,
@@ -85,7 +86,8 @@ def command(func: F) -> F:
     @wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with collector_paused_until_open():
+                return func(*args, **kwargs)
         except CliError as exc:
             err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
             raise typer.Exit(exc.code) from None
