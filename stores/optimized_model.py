@@ -14,7 +14,8 @@ the first rename wins and the other process keeps using its own session. A copy 
 (damaged, truncated) is moved aside and removed, and the session is built from the original model,
 which saves a fresh copy. A copy is keyed on the model file (path, size, modification time), the
 onnxruntime version and the machine type, so a changed model or another onnxruntime never loads a
-stale graph. Each model takes one copy of its size (about 90 MB for all-MiniLM-L6-v2); deleting the
+stale graph. A copy whose bytes changed but that still loads is not detected, as with the original
+file. Each model takes one copy of its size (about 90 MB for all-MiniLM-L6-v2); deleting the
 folder is always safe.
 """
 
@@ -26,6 +27,7 @@ import os
 import platform
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +41,7 @@ CACHE_ENV = "ENGRAM_EMBEDDING_CACHE"
 
 _MODEL = "model.onnx"
 _WEIGHTS = "model.weights"
+_ABANDONED_SECONDS = 3600.0
 _FORMAT = "1"
 """Changes when what a cache entry holds changes, so older entries are never read."""
 
@@ -92,6 +95,7 @@ def _build(model_file: Path, make_options: Callable[[], Any], entry: Path) -> An
     """The session of `model_file`, saving its optimised graph as the cache entry on the way."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(entry.parent)
         building = Path(tempfile.mkdtemp(prefix=f".{entry.name}.", dir=entry.parent))
     except OSError as exc:
         logger.info("cannot cache the optimised model in %s (%s)", entry.parent, exc)
@@ -126,6 +130,18 @@ def _publish(building: Path, entry: Path) -> None:
     except OSError as exc:
         if not (entry / _MODEL).is_file():
             logger.info("could not cache the optimised model as %s (%s)", entry, exc)
+
+
+def _remove_abandoned(cache_dir: Path) -> None:
+    """Remove temporary folders left by builds that died (killed, out of disk) over an hour ago:
+    a live build takes seconds."""
+    cutoff = time.time() - _ABANDONED_SECONDS
+    for leftover in cache_dir.glob(".*"):
+        try:
+            if leftover.is_dir() and leftover.stat().st_mtime < cutoff:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:
+            continue  # removed meanwhile by another process
 
 
 def _discard(entry: Path) -> None:

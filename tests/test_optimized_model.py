@@ -116,6 +116,20 @@ def test_processes_creating_the_copy_at_once_all_succeed(
     assert_same(vectors(cache), original)
 
 
+def test_folders_of_builds_that_died_are_removed(tmp_path: Path, original: np.ndarray) -> None:
+    cache = tmp_path / "onnx"
+    dead, live = cache / ".model-0123.died", cache / ".model-4567.building"
+    for folder in (dead, live):
+        folder.mkdir(parents=True)
+        (folder / "model.weights").write_bytes(b"\0" * 1000)
+    os.utime(dead, (1_000_000_000, 1_000_000_000))  # long ago
+
+    assert_same(vectors(cache), original)
+
+    assert not dead.exists() and live.exists()  # another process may still be writing that one
+    assert len([e for e in entries(cache) if not e.name.startswith(".")]) == 1
+
+
 def test_a_changed_model_file_gets_a_new_copy(tmp_path: Path, original: np.ndarray) -> None:
     model = tmp_path / "model"
     model.mkdir()
