@@ -20,6 +20,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -76,6 +77,10 @@ class LocalEmbeddings(Embeddings):
             in a tenth of the time (`engram.stores.optimized_model`); None:
             `$ENGRAM_EMBEDDING_CACHE`, else `~/.cache/engram/onnx`; False: no copy, every
             process builds its session from `model.onnx`. The vectors are the same either way.
+        prepack_weights: Let onnxruntime lay the weights out for its matrix kernels when the
+            model loads (0.04 s of CPU), which makes each model call about 0.01 s faster. False
+            suits a process that embeds a few texts and ends (`engram memory search`): it starts
+            sooner; its vectors differ from the prepacked ones by under 1e-5 (cosine 1.0).
 
     Example:
         >>> emb = LocalEmbeddings()
@@ -96,6 +101,7 @@ class LocalEmbeddings(Embeddings):
         cache_size: int = 1024,
         max_length: int = 256,
         model_cache: str | Path | Literal[False] | None = None,
+        prepack_weights: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -110,6 +116,7 @@ class LocalEmbeddings(Embeddings):
         self.model_cache = default_cache_dir() if model_cache is None else model_cache or None
         if self.model_cache is not None:
             self.model_cache = Path(self.model_cache)
+        self.prepack_weights = prepack_weights
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
@@ -187,7 +194,10 @@ class LocalEmbeddings(Embeddings):
             with self._load_lock:
                 if self._model is None:
                     self._model = _Model.load(
-                        resolve_model_dir(self.model_dir), self.max_length, self.model_cache
+                        resolve_model_dir(self.model_dir),
+                        self.max_length,
+                        self.model_cache,
+                        self.prepack_weights,
                     )
         return self._model
 
@@ -232,13 +242,15 @@ class _Model:
     input_names: frozenset[str]
 
     @classmethod
-    def load(cls, folder: Path, max_length: int, cache_dir: Path | None) -> _Model:
+    def load(cls, folder: Path, max_length: int, cache_dir: Path | None, prepack: bool) -> _Model:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER_FILE))
         tokenizer.no_padding()  # padding is done per batch, to the batch's longest text
         tokenizer.enable_truncation(max_length=max_length)
-        session = cached_session(folder / _MODEL_FILE, _session_options, cache_dir)
+        session = cached_session(
+            folder / _MODEL_FILE, partial(_session_options, prepack), cache_dir
+        )
         logger.info("loaded all-MiniLM-L6-v2 from %s", folder)
         return cls(session, tokenizer, frozenset(i.name for i in session.get_inputs()))
 
@@ -271,7 +283,7 @@ class _Model:
         return pooled / np.where(norms == 0, 1e-12, norms)
 
 
-def _session_options() -> Any:
+def _session_options(prepack: bool) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -283,6 +295,8 @@ def _session_options() -> Any:
     # idle worker threads sleep instead of spinning: on small shared machines spinning
     # threads steal the cores that the next batch (or the event loop) needs
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not prepack:
+        options.add_session_config_entry("session.disable_prepacking", "1")
     return options
 
 

@@ -167,3 +167,14 @@ def test_the_cache_folder_comes_from_the_environment(
     monkeypatch.delenv(CACHE_ENV)
     assert default_cache_dir() == Path.home() / ".cache" / "engram" / "onnx"
     assert LocalEmbeddings(model_cache=False).model_cache is None
+
+
+def test_vectors_without_prepacked_weights_equal_the_original(
+    tmp_path: Path, original: np.ndarray
+) -> None:
+    """What `engram memory search` and `add` use: the weights left as loaded."""
+    for cache in (tmp_path / "onnx", tmp_path / "onnx", False):  # builds, reuses, no copy
+        emb = LocalEmbeddings(cache_size=0, model_cache=cache, prepack_weights=False)
+        found = np.array(emb.embed_documents(TEXTS))
+        assert ((found * original).sum(axis=1)).min() > 0.999999
+        assert np.abs(found - original).max() < 1e-5

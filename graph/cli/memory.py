@@ -150,7 +150,7 @@ def search(
     from engram.stores.memory.long_term import LongTermMemory
 
     user_id = user or DEFAULT_USER
-    with open_backend(data) as backend:
+    with open_backend(data, embeds_few=True) as backend:
         ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
         found = LongTermMemory(backend.store).search(
             user_id,

@@ -139,9 +139,11 @@ class Backend:
         self.close()
 
 
-def open_backend(data: str | None, *, create: bool = False) -> Backend:
+def open_backend(data: str | None, *, create: bool = False, embeds_few: bool = False) -> Backend:
     """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one; use
-    it in a `with` block, which closes it.
+    it in a `with` block, which closes it. A command that embeds a text or two (`search`,
+    `add`) passes `embeds_few`: its embedding model then starts without re-laying out its
+    weights (`LocalEmbeddings(prepack_weights=False)`), 0.03 s sooner.
 
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers.
@@ -159,7 +161,7 @@ def open_backend(data: str | None, *, create: bool = False) -> Backend:
         url = os.environ.get(CHROMA_URL_ENV) or None
     if url:
         try:
-            store = ChromaStore.from_url(url, index=_index())
+            store = ChromaStore.from_url(url, index=_index(embeds_few))
         except (ConnectionError, ValueError) as exc:
             raise CliError(str(exc)) from exc
         return _loaded(Backend(store, url, default_checkpoint_path()))
@@ -171,7 +173,7 @@ def open_backend(data: str | None, *, create: bool = False) -> Backend:
         )
     return _loaded(
         Backend(
-            ChromaStore(path=folder / "chroma", index=_index()),
+            ChromaStore(path=folder / "chroma", index=_index(embeds_few)),
             f"{folder}/",
             folder / "checkpoints.sqlite",
         )
@@ -406,10 +408,10 @@ def _loaded(backend: Backend) -> Backend:
     return backend
 
 
-def _index() -> IndexConfig:
+def _index(embeds_few: bool) -> IndexConfig:
     """The graph's index (`default_index`) with an embedder that loads on first use: listing
     or exporting memories needs no model."""
     from engram.stores.chroma.store import default_index
     from engram.stores.embeddings import LocalEmbeddings
 
-    return default_index(LocalEmbeddings())
+    return default_index(LocalEmbeddings(prepack_weights=not embeds_few))
