@@ -20,13 +20,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
+from engram.stores.optimized_model import cached_session, default_cache_dir
 from engram.stores.text import valid_unicode
 
 logger = logging.getLogger(__name__)
@@ -71,6 +73,14 @@ class LocalEmbeddings(Embeddings):
         cache_size: How many distinct texts keep their vector in the LRU cache (0 disables it).
         max_length: Word pieces kept per text, special tokens included (sentence-transformers
             uses 256 for this model).
+        model_cache: Folder of the optimised copy of the model that later processes start from
+            in a tenth of the time (`engram.stores.optimized_model`); None:
+            `$ENGRAM_EMBEDDING_CACHE`, else `~/.cache/engram/onnx`; False: no copy, every
+            process builds its session from `model.onnx`. The vectors are the same either way.
+        prepack_weights: Let onnxruntime lay the weights out for its matrix kernels when the
+            model loads (0.04 s of CPU), which makes each model call about 0.01 s faster. False
+            suits a process that embeds a few texts and ends (`engram memory search`): it starts
+            sooner; its vectors differ from the prepacked ones by under 1e-5 (cosine 1.0).
 
     Example:
         >>> emb = LocalEmbeddings()
@@ -90,6 +100,8 @@ class LocalEmbeddings(Embeddings):
         batch_size: int = 32,
         cache_size: int = 1024,
         max_length: int = 256,
+        model_cache: str | Path | Literal[False] | None = None,
+        prepack_weights: bool = True,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -101,6 +113,10 @@ class LocalEmbeddings(Embeddings):
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.max_length = max_length
+        self.model_cache = default_cache_dir() if model_cache is None else model_cache or None
+        if self.model_cache is not None:
+            self.model_cache = Path(self.model_cache)
+        self.prepack_weights = prepack_weights
         self._model: _Model | None = None
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
@@ -177,7 +193,12 @@ class LocalEmbeddings(Embeddings):
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
-                    self._model = _Model.load(resolve_model_dir(self.model_dir), self.max_length)
+                    self._model = _Model.load(
+                        resolve_model_dir(self.model_dir),
+                        self.max_length,
+                        self.model_cache,
+                        self.prepack_weights,
+                    )
         return self._model
 
 
@@ -221,24 +242,14 @@ class _Model:
     input_names: frozenset[str]
 
     @classmethod
-    def load(cls, folder: Path, max_length: int) -> _Model:
-        import onnxruntime as ort
+    def load(cls, folder: Path, max_length: int, cache_dir: Path | None, prepack: bool) -> _Model:
         from tokenizers import Tokenizer
 
         tokenizer = Tokenizer.from_file(str(folder / _TOKENIZER_FILE))
         tokenizer.no_padding()  # padding is done per batch, to the batch's longest text
         tokenizer.enable_truncation(max_length=max_length)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = os.cpu_count() or 1  # one op at a time, on every core
-        options.inter_op_num_threads = 1
-        # idle worker threads sleep instead of spinning: on small shared machines spinning
-        # threads steal the cores that the next batch (or the event loop) needs
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(
-            str(folder / _MODEL_FILE), sess_options=options, providers=["CPUExecutionProvider"]
+        session = cached_session(
+            folder / _MODEL_FILE, partial(_session_options, prepack), cache_dir
         )
         logger.info("loaded all-MiniLM-L6-v2 from %s", folder)
         return cls(session, tokenizer, frozenset(i.name for i in session.get_inputs()))
@@ -270,6 +281,23 @@ class _Model:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return pooled / np.where(norms == 0, 1e-12, norms)
+
+
+def _session_options(prepack: bool) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = os.cpu_count() or 1  # one op at a time, on every core
+    options.inter_op_num_threads = 1
+    # idle worker threads sleep instead of spinning: on small shared machines spinning
+    # threads steal the cores that the next batch (or the event loop) needs
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not prepack:
+        options.add_session_config_entry("session.disable_prepacking", "1")
+    return options
 
 
 def _model_files_in(folder: Path) -> Path | None:

@@ -170,9 +170,11 @@ def test_concurrent_first_calls_load_the_model_once(monkeypatch: pytest.MonkeyPa
     loads: list[Path] = []
     load = emb_module._Model.load.__func__
 
-    def counting(cls: type, folder: Path, max_length: int) -> emb_module._Model:
+    def counting(
+        cls: type, folder: Path, max_length: int, cache_dir: Path | None, prepack: bool = True
+    ) -> emb_module._Model:
         loads.append(folder)
-        return load(cls, folder, max_length)
+        return load(cls, folder, max_length, cache_dir, prepack)
 
     monkeypatch.setattr(emb_module._Model, "load", classmethod(counting))
     emb = LocalEmbeddings()

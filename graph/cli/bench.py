@@ -10,7 +10,9 @@ ratio reported is the median of the per-repetition ratios, so load from other pr
 sides of a pair alike. The commands run with bytecode caching on (see `_child_env`). A second
 floor, `chromadb.PersistentClient` on the same folder, shows what Chroma itself costs a command
 that reads data ("cpu ÷ client"); a third, loading engram's ONNX embedding model and embedding one
-query, what `search` and `add` (which embed text) cannot do without ("cpu ÷ embed").
+query, what `search` and `add` (which embed text) cannot do without ("cpu ÷ embed"). The
+embedding model starts from its optimised copy (`engram.stores.optimized_model`), as in every
+process but the first after an install: seeding the folder builds the copy if there is none.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from engram.graph.cli.memory_support import (
     DEFAULT_USER,
     CliError,
     all_memories,
+    collector_paused_until_open,
     ensure_user,
     err,
     known_users,
@@ -85,7 +86,8 @@ def command(func: F) -> F:
     @wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with collector_paused_until_open():
+                return func(*args, **kwargs)
         except CliError as exc:
             err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
             raise typer.Exit(exc.code) from None
@@ -148,7 +150,7 @@ def search(
     from engram.stores.memory.long_term import LongTermMemory
 
     user_id = user or DEFAULT_USER
-    with open_backend(data) as backend:
+    with open_backend(data, embeds_few=True) as backend:
         ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
         found = LongTermMemory(backend.store).search(
             user_id,

@@ -93,7 +93,7 @@ def add(
         candidate = statement_candidate(text, category=category, importance=importance, key=key)
     except ValidationError as exc:
         raise CliError(f"nothing stored: {validation_message(exc)}", code=2) from exc
-    with open_backend(data, create=True) as backend:
+    with open_backend(data, create=True, embeds_few=True) as backend:
         [result] = LongTermMemory(backend.store, min_importance=0.0).upsert(user_id, [candidate])
     if as_json:
         print_json(

@@ -79,7 +79,6 @@ from engram.stores.memory.types import (
 )
 from engram.stores.memory.users import items_steps, memories_steps
 from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
-from engram.stores.secrets import redact
 from engram.stores.steps import Steps, arun_steps, run_steps
 
 # -- the formula --------------------------------------------------------------------------------
@@ -206,6 +205,9 @@ class MaintenanceRun:
         Raises:
             CompressionError: No draft names a source from the group, or one is empty.
         """
+        # loaded here: a run without compression redacts nothing (as in `memory_put`)
+        from engram.stores.secrets import redact
+
         by_id = {m.id: m for m in group}
         created: list[Memory] = []
         sources: dict[str, str] = {}

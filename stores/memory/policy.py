@@ -42,7 +42,6 @@ from engram.stores.memory.types import (
     normalize_text,
     parse_time,
 )
-from engram.stores.secrets import redact, redact_data
 from engram.stores.steps import AskingSteps, Steps
 
 MAX_SOURCE_IDS = 100
@@ -84,7 +83,9 @@ def upsert_steps(
 ) -> AskingSteps[WriteResult]:
     """DESIGN's write policy for one candidate: redact, duplicate, supersede, merge (or ask a
     merge decider), add."""
-    # 1. secrets never reach the store
+    # 1. secrets never reach the store (the rules load on the first write, as in `memory_put`)
+    from engram.stores.secrets import redact, redact_data
+
     redacted = redact(candidate.content)
     if redacted.only_secret or not redacted.text.strip():
         return WriteResult("dropped", reason="the candidate was only a secret")
@@ -331,6 +332,8 @@ def _answer_problem(answer: Answer, question: MergeQuestion) -> str | None:
 
 def _merged_text(decision: MergeDecision) -> str:
     """The decider's merged text, secrets redacted (a model may copy one from elsewhere)."""
+    from engram.stores.secrets import redact
+
     return redact(decision.merged_content or "").text.strip()
 
 
