@@ -34,7 +34,7 @@ async def test_the_model_reviews_each_candidate_the_rules_propose():
     assert (kept.content, kept.category, kept.key) == (
         "Prefers Svelte over React.", "preference", "preference.frontend_framework"
     )
-    [(schema, sent)] = model.structured_calls
+    [(_, sent)] = model.structured_calls
     prompt = "\n".join(m.text for m in sent)
     # the transcript comes first, then the numbered candidates, the request last
     assert prompt.index("user: I prefer Svelte") < prompt.index("1. [preference] I prefer Svelte")
