@@ -36,9 +36,10 @@ async def test_the_model_reviews_each_candidate_the_rules_propose():
     )
     [(_, sent)] = model.structured_calls
     prompt = "\n".join(m.text for m in sent)
-    # the transcript comes first, then the numbered candidates, the request last
-    assert prompt.index("user: I prefer Svelte") < prompt.index("1. [preference] I prefer Svelte")
+    # the numbered candidates with the rules' guess, the request right after them; no transcript
+    assert prompt.index("1. [preference] I prefer Svelte") < prompt.index("2. [fact] we deploy relay")
     assert prompt.index("2. [fact] we deploy relay") < prompt.rindex("answer as JSON")
+    assert "Noted." not in prompt and "Got it." not in prompt
     # secrets are redacted before anything reaches the model
     assert "hunter2" not in prompt and "[REDACTED]" in prompt
 

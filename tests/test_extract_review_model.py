@@ -1,8 +1,8 @@
 """The review extractor on the real local model (Qwen2.5-Coder-0.5B, llama.cpp in this process).
 
 One window, English and Chinese candidates and a secret: the call must parse under the grammar
-(never fall back), every answer must be one of the candidates (in the user's words or in a
-wording that keeps their details) or a grounded addition, and the secret never reaches the model.
+(never fall back), and every answer must be one of the candidates, in the user's words or in a
+wording that keeps their details, with no secret.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from engram.evals.metrics import contains
 from engram.graph.local_model import local_chat_model
-from engram.nodes.extract.review import MISSED_CONFIDENCE, ReviewExtractor
+from engram.nodes.extract.review import ReviewExtractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.extract.text import details
 
@@ -31,10 +31,8 @@ async def test_the_local_model_reviews_the_rules_candidates():
     assert len(proposed) >= 2
     extractor = ReviewExtractor(local_chat_model("local:0.5b", threads=1, timeout=900))
     found = await extractor.aextract(WINDOW)  # raises if the answer did not parse twice
-    reviewed = [c for c in found if c.confidence != MISSED_CONFIDENCE]
-    assert len(reviewed) <= len(proposed) and len(found) <= len(proposed) + 2
-    for memory in reviewed:
+    assert len(found) <= len(proposed)
+    for memory in found:
         sources = [p for p in proposed if p.message_ids == memory.message_ids]
         assert any(all(contains(memory.content, d) for d in details(p.content)) for p in sources)
-    for memory in found:
         assert "hunter2" not in memory.content

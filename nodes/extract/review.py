@@ -7,12 +7,13 @@ does well:
 
 1. the offline rules (`RuleExtractor`) propose candidates from the window's user messages
    (secrets already redacted, wording verbatim, supersede keys from `keys`);
-2. the model gets the redacted transcript and the numbered candidates with the rules' guess of
-   their kind, and answers, for each one and in order, `keep`, a `category` (an enum) and a
-   `note` (the candidate as a standalone sentence); then, in `missed`, at most `MAX_MISSED`
-   lasting facts no candidate covers. The schema has exactly as many reviews as there are
-   candidates, so a grammar (llama.cpp's `json_schema`) makes even a 0.5B model answer every
-   candidate once;
+2. the model gets the numbered candidates with the rules' guess of their kind, and answers, for
+   each one and in order, a `note` (the candidate as a standalone sentence), a `category` (an
+   enum) and `keep`. The schema has exactly as many reviews as there are candidates, so a grammar
+   (llama.cpp's `json_schema`) makes even a 0.5B model answer every candidate once. The
+   transcript is not sent: shown the conversation as well, Qwen2.5-Coder-1.5B wrote every note
+   about the conversation's last messages instead of its candidate, and dropped or misfiled the
+   candidates accordingly;
 3. kept candidates take the model's category; the model's wording replaces the rules' only when
    it keeps every detail of the candidate (names, numbers, versions, paths: `details`), stays in
    the candidate's script (Chinese or not) and does not describe the conversation; otherwise the
@@ -45,7 +46,6 @@ from engram.nodes.extract.text import details, has_cjk
 from engram.nodes.model_calls import ainvoke_structured, call_timeout, structured
 from engram.nodes.prompts import REVIEW_SYSTEM_PROMPT, REVIEW_USER_PROMPT
 from engram.nodes.tokens import message_content
-from engram.nodes.transcript import render_transcript
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import Category, MemoryCandidate
 from engram.stores.secrets import is_only_secret, redact
@@ -59,10 +59,6 @@ MAX_NOTE_CHARS = 240
 """Characters of the model's wording of one candidate at most."""
 TOKENS_PER_CANDIDATE = 110
 """Output tokens allowed per reviewed candidate (its note is at most `MAX_NOTE_CHARS`)."""
-MAX_MISSED = 2
-"""Memories the model may add to the candidates in one call."""
-MISSED_CONFIDENCE = 0.6
-"""Confidence of a memory the model added (no rule proposed it)."""
 
 _NARRATION = re.compile(
     r"\b(?:assistant|conversation|chat|asked|asks|mentioned|mentions|explained|says|said)\b"
@@ -76,36 +72,25 @@ _HANGUL = re.compile(r"[\uac00-\ud7af]")
 
 
 class Review(BaseModel):
-    """The model's verdict on one candidate."""
+    """The model's verdict on one candidate: it restates the candidate first, so that its
+    category and keep follow from the candidate it just wrote."""
 
     n: int = Field(ge=1, description="The candidate's number.")
-    keep: bool = Field(description="Whether the candidate is worth remembering.")
-    category: Category = Field(description="The kind of memory.")
     note: str = Field(
         min_length=1,
         max_length=MAX_NOTE_CHARS,
         description="The candidate as one standalone sentence, details exactly as written.",
     )
-
-
-class Missed(BaseModel):
-    """A lasting fact the user stated that no candidate covers."""
-
     category: Category = Field(description="The kind of memory.")
-    note: str = Field(
-        min_length=1, max_length=MAX_NOTE_CHARS,
-        description="One standalone sentence about the user, details exactly as written.",
-    )
+    keep: bool = Field(description="Whether the candidate is worth remembering.")
 
 
 def review_schema(count: int) -> type[BaseModel]:
-    """`{"reviews": [Review, ...], "missed": [Missed, ...]}` with exactly `count` reviews and at
-    most `MAX_MISSED` additions (a grammar enforces both)."""
+    """`{"reviews": [Review, ...]}` with exactly `count` items (a grammar enforces the count)."""
     return create_model(
         "ReviewCandidates",
-        __doc__="The verdict on each candidate note, in the order given, and what they missed.",
+        __doc__="The verdict on each candidate note, in the order given.",
         reviews=(list[Review], Field(min_length=count, max_length=count)),
-        missed=(list[Missed], Field(default_factory=list, max_length=MAX_MISSED)),
     )
 
 
@@ -147,10 +132,7 @@ class ReviewExtractor:
         numbered = "\n".join(
             f"{i}. [{c.category}] {c.content}" for i, c in enumerate(reviewed, 1)
         )
-        user = REVIEW_USER_PROMPT.format(
-            transcript=redact(render_transcript([*context[-2:], *messages])).text,
-            candidates=numbered, count=len(reviewed),
-        )
+        user = REVIEW_USER_PROMPT.format(candidates=numbered, count=len(reviewed))
         result = await ainvoke_structured(
             runnable, schema, [SystemMessage(REVIEW_SYSTEM_PROMPT), HumanMessage(user)],
             timeout=self.timeout,
@@ -163,13 +145,7 @@ class ReviewExtractor:
             for candidate, review in zip(reviewed, result.reviews, strict=True)  # type: ignore[attr-defined]
             if review.keep
         ]
-        window = redact(render_transcript(messages)).text
-        added = [
-            MemoryCandidate(content=note, category=item.category, confidence=MISSED_CONFIDENCE)
-            for item in result.missed  # type: ignore[attr-defined]
-            if (note := grounded_note(item.note, window, said, [*kept, *rest])) is not None
-        ]
-        return [*kept, *rest, *added]
+        return [*kept, *rest]
 
     def _runnable(self, count: int) -> tuple[type[BaseModel], Any]:
         if count not in self._runnables:
@@ -213,30 +189,6 @@ def accepted_note(original: str, note: str, said: str | None = None) -> str | No
     if not all(_fold(d) in folded for d in details(original)):
         return None
     if not all(_fold(d) in heard for d in details(text)):
-        return None
-    return text
-
-
-def grounded_note(
-    note: str, transcript: str, said: str, found: Sequence[MemoryCandidate]
-) -> str | None:
-    """A memory the model added, or None when it is not grounded in the conversation.
-
-    It must name at least one detail, every one of them found in `transcript` (the window,
-    redacted), be written in the scripts of the user's messages (`said`), not describe the
-    conversation, hold no secret, and not repeat a memory already `found` (one holding all its
-    details).
-    """
-    text = " ".join(note.split())
-    if not text or content_problem(text) is not None or _scripts(text) != _scripts(said):
-        return None
-    if _NARRATION.search(text) or is_only_secret(text) or redact(text).text != text:
-        return None
-    named = [_fold(d) for d in details(text)]
-    heard = _fold(transcript)
-    if not named or not all(d in heard for d in named):
-        return None
-    if any(all(d in _fold(c.content) for d in named) for c in found):
         return None
     return text
 
