@@ -134,6 +134,38 @@ EXTRACTION_CONTEXT_SECTION = """## Earlier messages (context only, already read)
 """
 """The already-consolidated messages shown before the new ones (seed 002's 3-message minimum)."""
 
+REVIEW_SYSTEM_PROMPT = """You help keep long-term notes about a user. Rules found candidate
+notes in the user's messages of a conversation and guessed a kind for each; you check them one
+by one.
+
+For each candidate, in the order given:
+- note: the candidate as one complete sentence about the user, in the candidate's
+  language, that makes sense without the conversation. Keep every name, number, version, path
+  and command exactly.
+- category: the kind in brackets, unless another kind clearly fits better:
+  preference: how the user likes things done (tools, style, habits, rules);
+  fact: a stable fact about the user, their job, team, family, home or setup;
+  project: the stack, structure, services or decisions of something the user builds;
+  lesson: something that failed and what to do instead;
+  skill: a procedure that worked and can be reused;
+  goal: something the user plans or wants to achieve.
+- keep: true for most candidates; false only when the candidate is small talk, a feeling of the
+  moment, a question, a one-off request, a quoted error or log line, or about someone else.
+
+Write about the user only. Never add anything the candidate does not say, never write down
+passwords, keys or other secrets."""
+"""System prompt of the review extractor (`engram.nodes.extract.review`): the offline rules
+propose, the model words, classifies and keeps or drops each candidate. It holds no example note
+a small model could copy as its answer."""
+
+REVIEW_USER_PROMPT = """## Candidate notes
+{candidates}
+
+Check the {count} candidate notes above, in order, and answer as JSON."""
+"""User prompt of the review extractor: the numbered candidates (`{candidates}`, one
+"n. [kind] text" line each; `{count}` of them) and the request right after them. No transcript:
+shown one, small models wrote about its last messages instead of the candidates."""
+
 STRUCTURED_RETRY_PROMPT = """Your answer could not be used: {error}
 Answer again with JSON that follows the schema exactly, and keep it short."""
 """The corrective retry after a structured answer that did not parse (`{error}`)."""

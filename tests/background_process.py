@@ -37,6 +37,8 @@ CONTEXT = Context(
 )
 TEA = {"content": "The user drinks green tea every morning", "category": "preference",
        "importance": 0.9}
+REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference", "note": TEA["content"]}]}
+"""The memory model's review of the one candidate the rules propose for the tea message."""
 
 
 def main(mode: str) -> None:
@@ -46,7 +48,7 @@ def main(mode: str) -> None:
         chromadb.PersistentClient(path=str(folder / "chroma")), collection="crash", index=index
     )
     saver = ThreadedSqliteSaver.from_path(folder / "checkpoints.sqlite")
-    memory_model = GatedMemoryModel(structured_responses=[{"memories": [TEA]}], wait=3600)
+    memory_model = GatedMemoryModel(structured_responses=[REVIEWED_TEA], wait=3600)
     model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
     graph = compile_graph(model, memory_model=memory_model, store=store, checkpointer=saver)
 
@@ -55,7 +57,7 @@ def main(mode: str) -> None:
 
     if mode == "start":
         turn("Hello there.")
-        out = turn("I drink green tea every morning.")
+        out = turn("I always drink green tea in the morning.")
         entered = memory_model.entered.wait(60)
         print(json.dumps({"jobs": [j["kind"] for j in out["memory_jobs"]],
                           "job_ids": [j["id"] for j in out["memory_jobs"]],

@@ -36,6 +36,8 @@ SCRIPT = Path(__file__).with_name("background_process.py")
 NO_COMPACTION = {"message_threshold": 1000, "token_threshold": None}
 TEA = {"content": "The user drinks green tea every morning", "category": "preference",
        "importance": 0.9}
+REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference", "note": TEA["content"]}]}
+"""The memory model's review of the one candidate the rules propose for the tea message."""
 
 
 @pytest.fixture
@@ -55,7 +57,7 @@ def saver(tmp_path) -> ThreadedSqliteSaver:
 
 @pytest.fixture
 def memory_model() -> GatedMemoryModel:
-    model = GatedMemoryModel(structured_responses=[{"memories": [TEA]}])
+    model = GatedMemoryModel(structured_responses=[REVIEWED_TEA])
     yield model
     model.gate.set()  # never leave a job blocked for the next test
     wait_for_memory_work(timeout=30)
@@ -82,7 +84,7 @@ def test_a_consolidating_turn_returns_before_the_slow_model_and_the_next_turn_ap
     ctx = Context(user_id="bg", consolidate_every_turns=2, **NO_COMPACTION)  # "auto"
     _turn(graph, "Hello there.", config, ctx)
 
-    out = _turn(graph, "I drink green tea every morning.", config, ctx)
+    out = _turn(graph, "I always drink green tea in the morning.", config, ctx)
 
     assert out["messages"][-1].content == "reply 1"  # the reply came back
     assert memory_model.entered.wait(10)  # the job is inside the model call...
@@ -120,7 +122,7 @@ async def test_async_runs_hand_the_work_to_the_worker_too(store, saver, memory_m
     ctx = Context(user_id="async", consolidate_every_turns=1, **NO_COMPACTION)
 
     out = await graph.ainvoke(
-        {"messages": [HumanMessage("I drink green tea every morning.")]}, config, context=ctx
+        {"messages": [HumanMessage("I always drink green tea in the morning.")]}, config, context=ctx
     )
 
     assert [j["kind"] for j in out["memory_jobs"]] == ["consolidate"]
@@ -199,7 +201,7 @@ def test_the_inline_option_waits_for_the_work_as_before(store, saver, memory_mod
     ctx = Context(user_id="in", consolidate_every_turns=1, memory_work="inline", **NO_COMPACTION)
     memory_model.gate.set()
 
-    out = _turn(graph, "I drink green tea every morning.", config, ctx)
+    out = _turn(graph, "I always drink green tea in the morning.", config, ctx)
 
     assert out["consolidation"]["memory_ids"] and not out.get("memory_jobs")
     assert _jobs(store, "in") == []
@@ -212,7 +214,7 @@ def test_a_session_end_waits_for_the_threads_jobs_and_applies_them(
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="end", consolidate_every_turns=1, **NO_COMPACTION)
-    out = _turn(graph, "I drink green tea every morning.", config, ctx)
+    out = _turn(graph, "I always drink green tea in the morning.", config, ctx)
     assert out["memory_jobs"]
     memory_model.gate.set()
 
@@ -226,7 +228,7 @@ def test_deleting_the_user_removes_their_pending_jobs_and_what_a_running_one_wri
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="gone@example.com", consolidate_every_turns=1, **NO_COMPACTION)
-    _turn(graph, "I drink green tea every morning.", config, ctx)
+    _turn(graph, "I always drink green tea in the morning.", config, ctx)
     assert len(_jobs(store, "gone@example.com")) == 1
 
     assert memory_model.entered.wait(10)  # the job runs, blocked in the model
@@ -246,7 +248,7 @@ def test_an_incognito_run_journals_nothing(store, saver, memory_model) -> None:
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="inc", consolidate_every_turns=1, incognito=True, message_threshold=2)
     memory_model.gate.set()
-    for text in ("I drink green tea every morning.", "My pw is hunter2"):
+    for text in ("I always drink green tea in the morning.", "My pw is hunter2"):
         out = _turn(graph, text, config, ctx)
     assert not out.get("memory_jobs")
     assert _jobs(store, "inc") == []
@@ -267,7 +269,7 @@ def test_the_middleware_consolidates_after_the_run_in_the_background(
     ctx = Context(user_id="agent", consolidate_every_turns=1, **NO_COMPACTION)
 
     out = agent.invoke(
-        {"messages": [HumanMessage("I drink green tea every morning.")]}, config, context=ctx
+        {"messages": [HumanMessage("I always drink green tea in the morning.")]}, config, context=ctx
     )
 
     assert out["messages"][-1].content == "reply 0"
@@ -385,5 +387,5 @@ def test_a_job_of_a_killed_process_is_resumed_by_the_next_one(tmp_path, resume) 
         assert len(resumed["messages"]) == 4  # no turn was added
     # nothing of the killed turn was lost: its messages are all in the thread
     assert resumed["messages"][:4] == [
-        "Hello there.", "reply 0", "I drink green tea every morning.", "reply 1"
+        "Hello there.", "reply 0", "I always drink green tea in the morning.", "reply 1"
     ]

@@ -16,6 +16,7 @@ from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.consolidate import make_consolidate, windows
 from engram.nodes.context import Context
+from engram.nodes.extract.llm import LLMExtractor
 from engram.nodes.state import EngramState
 from engram.nodes.tokens import counter_for_model
 from engram.nodes.transcript import to_pending
@@ -27,7 +28,12 @@ INDEX = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
 
 
 def build(store=None, memory_model=None, **kwargs: Any):
+    """The consolidate node alone; with a memory model, the extractor that writes memories itself
+    (`LLMExtractor`), whose canned answers these tests script (the default review extractor has
+    its own tests in test_extract_review.py)."""
     store = store if store is not None else InMemoryStore(index=INDEX)
+    if memory_model is not None:
+        kwargs.setdefault("extractor", LLMExtractor(memory_model))
     builder = StateGraph(EngramState, context_schema=Context)
     builder.add_node("consolidate", make_consolidate(memory_model, **kwargs))
     builder.add_edge(START, "consolidate")

@@ -21,6 +21,7 @@ from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
+from engram.nodes.extract.llm import LLMExtractor
 from engram.nodes.merge_decision import MergeChoice, make_merge_decider
 from engram.nodes.prompts import MERGE_DECISION_SYSTEM_PROMPT
 from engram.nodes.state import EngramState
@@ -244,7 +245,8 @@ async def test_the_drivers_answer_a_steps_questions_and_refuse_without_an_answer
 
 def graph(store, model):
     builder = StateGraph(EngramState, context_schema=Context)
-    builder.add_node("consolidate", make_consolidate(model))
+    extractor = LLMExtractor(model) if model is not None else None  # the canned answers' format
+    builder.add_node("consolidate", make_consolidate(model, extractor=extractor))
     builder.add_edge(START, "consolidate")
     builder.add_edge("consolidate", END)
     return builder.compile(store=store, checkpointer=InMemorySaver())

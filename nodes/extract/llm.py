@@ -1,8 +1,11 @@
 """Memory extraction: the LLM extractor (structured output) and the choice between it and the rules.
 
-`make_extractor(memory_model)` returns `LLMExtractor` when a memory model is configured and the
-offline `RuleExtractor` (`engram.nodes.extract.rules`) otherwise. Both turn a window of messages
-into `MemoryCandidate`s; the write policy in `LongTermMemory` decides what to store.
+`make_extractor(memory_model)` returns the `ReviewExtractor` (`engram.nodes.extract.review`: the
+rules propose, the model reviews) when a memory model is configured and the offline
+`RuleExtractor` (`engram.nodes.extract.rules`) otherwise; `LLMExtractor`, which asks the model to
+write the memories itself, is there for models that do it well (`make_consolidate(extractor=...)`).
+All turn a window of messages into `MemoryCandidate`s; the write policy in `LongTermMemory`
+decides what to store.
 
 The LLM extractor asks for `SaveMemories` through `engram.nodes.model_calls`: the output is
 bounded (`EXTRACT_MAX_TOKENS`, and the schema's `maxItems`/`maxLength`, which llama.cpp enforces
@@ -29,6 +32,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from engram.nodes.extract.review import ReviewExtractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.model_calls import (
     ModelOutputError,
@@ -130,10 +134,13 @@ class Extractor(Protocol):
 
 
 def make_extractor(memory_model: BaseChatModel | None) -> Extractor:
-    """The LLM extractor on `memory_model`, or the offline rule extractor when it is None."""
+    """The review extractor on `memory_model`, or the offline rule extractor when it is None.
+
+    Rules proposing and the model reviewing beat the model writing memories itself on 0.5-1.5B
+    models (README, "The memory-model benchmark")."""
     if memory_model is None:
         return RuleExtractor()
-    return LLMExtractor(memory_model)
+    return ReviewExtractor(memory_model)
 
 
 class LLMExtractor:
