@@ -140,7 +140,7 @@ def test_a_turn_that_fails_after_collecting_leaves_the_job_for_the_next_turn(
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="bg", consolidate_every_turns=1, context_window=2048, **NO_COMPACTION)
-    _turn(graph, "I drink green tea every morning.", config, ctx)
+    _turn(graph, "I always drink green tea in the morning.", config, ctx)
     memory_model.gate.set()
     assert wait_for_memory_work(timeout=30)
     [done] = _jobs(store, "bg")

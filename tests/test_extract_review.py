@@ -40,8 +40,8 @@ async def test_the_model_reviews_each_candidate_the_rules_propose():
     assert prompt.index("1. [preference] I prefer Svelte") < prompt.index("2. [fact] we deploy relay")
     assert prompt.index("2. [fact] we deploy relay") < prompt.rindex("answer as JSON")
     assert "Noted." not in prompt and "Got it." not in prompt
-    # secrets are redacted before anything reaches the model
-    assert "hunter2" not in prompt and "[REDACTED]" in prompt
+    # secrets never reach the model (a clause that only holds one is no part of a candidate)
+    assert "hunter2" not in prompt and "my password" not in prompt
 
 
 async def test_the_models_category_wins_and_a_bad_wording_leaves_the_users_words():
