@@ -59,6 +59,7 @@ class FolderLock:
         self._folder = _shared_folder(folder)
         self._reopen = reopen
         self._seen: bytes | None = None
+        self._closed = False
 
     @contextmanager
     def hold(self) -> Iterator[bytes]:
@@ -69,6 +70,8 @@ class FolderLock:
         Raises:
             TimeoutError: Another process held the folder for `LOCK_TIMEOUT_SECONDS`.
         """
+        if self._closed:
+            raise RuntimeError(f"this store on {self._folder.path} was closed: open a new one")
         with self._folder.locked():
             token = self._folder.generation()
             if self._seen is not None and token != self._seen:
@@ -80,6 +83,13 @@ class FolderLock:
         """Call inside `hold`, before the first change to Chroma or the BM25 index."""
         self._seen = self._folder.bump()
 
+    def close(self) -> None:
+        """Done with the folder: the last store of the process on it closes its lock and
+        generation files."""
+        if not self._closed:
+            self._closed = True
+            _release_shared_folder(self._folder)
+
 
 class Unshared:
     """The coordination of a client no other process opens (in memory, a server)."""
@@ -89,6 +99,9 @@ class Unshared:
         yield b""
 
     def writing(self) -> None:
+        pass
+
+    def close(self) -> None:
         pass
 
 
@@ -137,6 +150,8 @@ class _SharedFolder:
         self._generation_fd = _open(folder / GENERATION_FILE)
         self._depth = 0
         self._bumped: bytes | None = None
+        self.users = 0
+        """How many open `FolderLock`s of the process use it."""
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -151,6 +166,12 @@ class _SharedFolder:
                 self._depth -= 1
                 if self._depth == 0:
                     unlock_descriptor(self._lock_fd)
+
+    def close(self) -> None:
+        """Close the lock and generation files (a lock held by a thread is waited for)."""
+        with self._threads:
+            os.close(self._lock_fd)
+            os.close(self._generation_fd)
 
     def generation(self) -> bytes:
         """The folder's current generation token (empty before any write)."""
@@ -198,7 +219,20 @@ def _shared_folder(folder: Path) -> _SharedFolder:
     with _folders_lock:  # belong to open files, which fork shares
         if key not in _folders:
             _folders[key] = _SharedFolder(key[1])
+        _folders[key].users += 1
         return _folders[key]
+
+
+def _release_shared_folder(shared: _SharedFolder) -> None:
+    """One `FolderLock` fewer on `shared`: the last one closes its files."""
+    with _folders_lock:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        key = (os.getpid(), shared.path)
+        if _folders.get(key) is shared:
+            del _folders[key]
+    shared.close()
 
 
 def _open(path: Path) -> int:
