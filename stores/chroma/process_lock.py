@@ -37,6 +37,8 @@ from chromadb.api.client import Client
 from chromadb.config import System
 from filelock import lock_descriptor, unlock_descriptor
 
+from engram.stores.chroma import unsaved_index
+
 LOCK_FILE = "engram.lock"
 GENERATION_FILE = "engram.generation"
 LOCK_TIMEOUT_SECONDS = 300.0
@@ -109,8 +111,12 @@ def open_persistent_client(folder: Path) -> ClientAPI:
     """A `PersistentClient` on `folder`, opened holding the folder's lock: Chroma creates its
     SQLite tables when it first opens a folder, and processes opening a new folder at the same
     moment would race there ("table collections already exists")."""
-    with _shared_folder(folder).locked():
-        return chromadb.PersistentClient(path=str(folder))
+    shared = _shared_folder(folder)
+    try:
+        with shared.locked():
+            return chromadb.PersistentClient(path=str(folder))
+    finally:
+        _release_shared_folder(shared)
 
 
 def folder_lock_for(client: ClientAPI, reopen: Callable[[], None]) -> FolderLock | Unshared:
@@ -165,7 +171,10 @@ class _SharedFolder:
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    unlock_descriptor(self._lock_fd)
+                    try:  # Chroma may have written freed memory into an unsaved index
+                        unsaved_index.scrub_unsaved_indexes(self.path)
+                    finally:
+                        unlock_descriptor(self._lock_fd)
 
     def close(self) -> None:
         """Close the lock and generation files (a lock held by a thread is waited for)."""
