@@ -93,6 +93,13 @@ class Coalescer:
         """Like `call`, without blocking the event loop."""
         return await asyncio.wrap_future(self._enqueue(ops, from_async=True))
 
+    def join(self) -> None:
+        """Wait until the drain thread has run what is queued, its idle work, and ended."""
+        with self._lock:
+            drainer = self._drainer
+        if drainer is not None and drainer is not threading.current_thread():
+            drainer.join()
+
     def _enqueue(self, ops: list[Op], *, from_async: bool) -> Future:
         queued = _Call(ops, from_async)
         with self._lock:

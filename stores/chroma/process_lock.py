@@ -156,12 +156,15 @@ class _SharedFolder:
         self._generation_fd = _open(folder / GENERATION_FILE)
         self._depth = 0
         self._bumped: bytes | None = None
+        self._closed = False
         self.users = 0
         """How many open `FolderLock`s of the process use it."""
 
     @contextmanager
     def locked(self) -> Iterator[None]:
         with self._threads:
+            if self._closed:  # its descriptors' numbers may belong to other files by now
+                raise RuntimeError(f"the stores on {self.path} were closed: open a new one")
             if self._depth == 0:
                 self._acquire()
                 self._bumped = None
@@ -179,8 +182,10 @@ class _SharedFolder:
     def close(self) -> None:
         """Close the lock and generation files (a lock held by a thread is waited for)."""
         with self._threads:
-            os.close(self._lock_fd)
-            os.close(self._generation_fd)
+            if not self._closed:
+                self._closed = True
+                os.close(self._lock_fd)
+                os.close(self._generation_fd)
 
     def generation(self) -> bytes:
         """The folder's current generation token (empty before any write)."""

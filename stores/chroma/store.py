@@ -113,6 +113,7 @@ class ChromaStore(BaseStore):
         _check_collection_name(collection)
         self._own_clients: list[ClientAPI] = []
         """The clients this store made (`close` closes them)."""
+        self._closed = False
         if client is None:
             folder = Path(path) if path is not None else default_chroma_path()
             folder.mkdir(parents=True, exist_ok=True)
@@ -150,7 +151,7 @@ class ChromaStore(BaseStore):
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
         )
-        self._coalescer = Coalescer(self._run_batch, idle=self._remove_tombstones)
+        self._coalescer = Coalescer(self._run_batch, idle=self._idle_work)
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
@@ -332,6 +333,8 @@ class ChromaStore(BaseStore):
         """Stop background work and close what this store opened: the lexical index, the
         Chroma client it made (not one it was given), its hold on the data folder's files."""
         self.stop_ttl_sweeper()
+        self._closed = True  # the drain thread's idle work stops: it must not outlive the files
+        self._coalescer.join()
         self._remove_tombstones()
         if self.lexical is not None and self._owns_lexical:
             self.lexical.index.close()
@@ -339,6 +342,11 @@ class ChromaStore(BaseStore):
             client.close()
         self._own_clients.clear()
         self._folder.close()
+
+    def _idle_work(self) -> None:
+        """What the drain thread does when no call is queued, until the store is closed."""
+        if not self._closed:
+            self._remove_tombstones()
 
     def _remove_tombstones(self, *, everyone: bool = False) -> None:
         """Remove the records of deleted items left as tombstones by this store (with
