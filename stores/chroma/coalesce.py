@@ -58,6 +58,9 @@ class Coalescer:
 
     Args:
         run: Runs one batch of ops (the store's uncoalesced batch).
+        idle: Called by the drain thread when nothing is queued, before it ends (deferred
+            work such as removing tombstones); calls queued meanwhile wait for it. An error is
+            logged, and the drain goes on.
 
     Example:
         >>> calls = []
@@ -70,8 +73,9 @@ class Coalescer:
         [1]
     """
 
-    def __init__(self, run: RunBatch) -> None:
+    def __init__(self, run: RunBatch, idle: Callable[[], None] | None = None) -> None:
         self._run = run
+        self._idle = idle
         self._lock = threading.Lock()
         self._queued: list[_Call] = []
         self._draining = False
@@ -89,6 +93,13 @@ class Coalescer:
         """Like `call`, without blocking the event loop."""
         return await asyncio.wrap_future(self._enqueue(ops, from_async=True))
 
+    def join(self) -> None:
+        """Wait until the drain thread has run what is queued, its idle work, and ended."""
+        with self._lock:
+            drainer = self._drainer
+        if drainer is not None and drainer is not threading.current_thread():
+            drainer.join()
+
     def _enqueue(self, ops: list[Op], *, from_async: bool) -> Future:
         queued = _Call(ops, from_async)
         with self._lock:
@@ -103,19 +114,32 @@ class Coalescer:
 
     def _drain(self) -> None:
         waiting: list[_Call] = []
+        idled = self._idle is None
         while True:
             with self._lock:
                 pending = waiting + self._queued
                 self._queued = []
-                if not pending:
+                if not pending and idled:
                     self._draining = False
                     self._drainer = None
                     return
+            if not pending:
+                idled = True
+                self._run_idle()
+                continue
+            idled = self._idle is None
             fresh = pending[len(waiting) :]  # a call cancelled before it ran is dropped
             live = waiting + [c for c in fresh if c.future.set_running_or_notify_cancel()]
             now, waiting = _split(live)
             self._run_together(now)
             time.sleep(GATHER_SECONDS)  # the callers just answered may call again: batch them
+
+    def _run_idle(self) -> None:
+        assert self._idle is not None
+        try:
+            self._idle()
+        except Exception:  # deferred work is retried at the next idle moment
+            logger.exception("the store's idle work failed")
 
     def _run_together(self, calls: list[_Call]) -> None:
         ops: list[Op] = []

@@ -52,6 +52,9 @@ class Plan:
     reused: dict[str, list[float]] = field(default_factory=dict)
     """Item id -> its stored first vector, kept (with any others) because its texts did not
     change."""
+    got: dict[str, dict[str, Any]] | None = None
+    """Item id -> the metadata of the gets' items, when read with `previous` (one Chroma read
+    for both)."""
 
     def flat_texts(self) -> list[str]:
         """The texts to embed: those of items whose vectors are not reused."""

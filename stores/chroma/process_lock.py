@@ -37,6 +37,8 @@ from chromadb.api.client import Client
 from chromadb.config import System
 from filelock import lock_descriptor, unlock_descriptor
 
+from engram.stores.chroma import unsaved_index
+
 LOCK_FILE = "engram.lock"
 GENERATION_FILE = "engram.generation"
 LOCK_TIMEOUT_SECONDS = 300.0
@@ -59,6 +61,7 @@ class FolderLock:
         self._folder = _shared_folder(folder)
         self._reopen = reopen
         self._seen: bytes | None = None
+        self._closed = False
 
     @contextmanager
     def hold(self) -> Iterator[bytes]:
@@ -69,6 +72,8 @@ class FolderLock:
         Raises:
             TimeoutError: Another process held the folder for `LOCK_TIMEOUT_SECONDS`.
         """
+        if self._closed:
+            raise RuntimeError(f"this store on {self._folder.path} was closed: open a new one")
         with self._folder.locked():
             token = self._folder.generation()
             if self._seen is not None and token != self._seen:
@@ -79,6 +84,13 @@ class FolderLock:
     def writing(self) -> None:
         """Call inside `hold`, before the first change to Chroma or the BM25 index."""
         self._seen = self._folder.bump()
+
+    def close(self) -> None:
+        """Done with the folder: the last store of the process on it closes its lock and
+        generation files."""
+        if not self._closed:
+            self._closed = True
+            _release_shared_folder(self._folder)
 
 
 class Unshared:
@@ -91,13 +103,20 @@ class Unshared:
     def writing(self) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
 
 def open_persistent_client(folder: Path) -> ClientAPI:
     """A `PersistentClient` on `folder`, opened holding the folder's lock: Chroma creates its
     SQLite tables when it first opens a folder, and processes opening a new folder at the same
     moment would race there ("table collections already exists")."""
-    with _shared_folder(folder).locked():
-        return chromadb.PersistentClient(path=str(folder))
+    shared = _shared_folder(folder)
+    try:
+        with shared.locked():
+            return chromadb.PersistentClient(path=str(folder))
+    finally:
+        _release_shared_folder(shared)
 
 
 def folder_lock_for(client: ClientAPI, reopen: Callable[[], None]) -> FolderLock | Unshared:
@@ -137,10 +156,15 @@ class _SharedFolder:
         self._generation_fd = _open(folder / GENERATION_FILE)
         self._depth = 0
         self._bumped: bytes | None = None
+        self._closed = False
+        self.users = 0
+        """How many open `FolderLock`s of the process use it."""
 
     @contextmanager
     def locked(self) -> Iterator[None]:
         with self._threads:
+            if self._closed:  # its descriptors' numbers may belong to other files by now
+                raise RuntimeError(f"the stores on {self.path} were closed: open a new one")
             if self._depth == 0:
                 self._acquire()
                 self._bumped = None
@@ -150,7 +174,18 @@ class _SharedFolder:
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    unlock_descriptor(self._lock_fd)
+                    try:  # Chroma may have written freed memory into an unsaved index
+                        unsaved_index.scrub_unsaved_indexes(self.path)
+                    finally:
+                        unlock_descriptor(self._lock_fd)
+
+    def close(self) -> None:
+        """Close the lock and generation files (a lock held by a thread is waited for)."""
+        with self._threads:
+            if not self._closed:
+                self._closed = True
+                os.close(self._lock_fd)
+                os.close(self._generation_fd)
 
     def generation(self) -> bytes:
         """The folder's current generation token (empty before any write)."""
@@ -198,7 +233,20 @@ def _shared_folder(folder: Path) -> _SharedFolder:
     with _folders_lock:  # belong to open files, which fork shares
         if key not in _folders:
             _folders[key] = _SharedFolder(key[1])
+        _folders[key].users += 1
         return _folders[key]
+
+
+def _release_shared_folder(shared: _SharedFolder) -> None:
+    """One `FolderLock` fewer on `shared`: the last one closes its files."""
+    with _folders_lock:
+        shared.users -= 1
+        if shared.users > 0:
+            return
+        key = (os.getpid(), shared.path)
+        if _folders.get(key) is shared:
+            del _folders[key]
+    shared.close()
 
 
 def _open(path: Path) -> int:

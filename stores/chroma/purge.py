@@ -17,6 +17,8 @@ Deleting a record from Chroma (1.5, `PersistentClient`) leaves its text in three
   more elements than it holds without clearing it and writes that room to disk, so the files
   can carry whatever the writing process had in freed memory, texts included. The room past the
   last element (`header.bin` gives the count) is overwritten with zeros; hnswlib never reads it.
+  An index Chroma never saved is rewritten whole by every new Chroma system: its room is
+  scrubbed after every operation (`engram.stores.chroma.unsaved_index`).
 
 The BM25 index (`engram.stores.lexical.index.LexicalIndex.scrub`) and a SQLite checkpointer
 (`engram.stores.memory.users.adelete_user`) are scrubbed by their owners. A Chroma server keeps
@@ -25,21 +27,15 @@ its files to itself: there the deletes are all a client can do (README "Deleting
 
 from __future__ import annotations
 
-import logging
 import sqlite3
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-logger = logging.getLogger(__name__)
+from engram.stores.chroma.unsaved_index import zero_unused_room
 
 CHROMA_FILE = "chroma.sqlite3"
 DELETE = 3
 """Chroma's operation code of a delete in `embeddings_queue`."""
-HEADER = struct.Struct("<iQQQQ")
-"""The start of hnswlib's `header.bin`: version, offsetLevel0, max elements, element count,
-bytes per element."""
-HNSW_VERSION = 1
 _BUSY_SECONDS = 30.0
 
 
@@ -77,7 +73,7 @@ def purge_files(folder: Path, collection_id: str) -> PurgeReport:
         ]
     finally:
         db.close()
-    zeroed = sum(_zero_unused_room(folder / segment) for segment in vector_segments)
+    zeroed = sum(zero_unused_room(folder / segment) for segment in vector_segments)
     return PurgeReport(log_rows=rows, vacuumed=True, zeroed_bytes=zeroed)
 
 
@@ -116,29 +112,3 @@ def _merge_documents_index(db: sqlite3.Connection) -> None:
     ).fetchone()
     if exists:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-
-
-def _zero_unused_room(segment: Path) -> int:
-    """Overwrite the room past the last element of an hnswlib segment's files with zeros."""
-    header_file = segment / "header.bin"
-    if not header_file.is_file():
-        return 0
-    header = header_file.read_bytes()
-    if len(header) < HEADER.size:
-        return 0
-    version, _, capacity, count, per_element = HEADER.unpack_from(header)
-    if version != HNSW_VERSION or count > capacity or per_element <= 0:
-        logger.warning("vector index %s has an unknown layout: its unused room is left", segment)
-        return 0
-    zeroed = 0
-    for name, used in (("data_level0.bin", count * per_element), ("length.bin", count * 4)):
-        path = segment / name
-        if not path.is_file():
-            continue
-        size = path.stat().st_size
-        if size > used:
-            with path.open("r+b") as f:
-                f.seek(used)
-                f.write(bytes(size - used))
-            zeroed += size - used
-    return zeroed

@@ -46,7 +46,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores.chroma import metadata as md
-from engram.stores.chroma import plan, process_lock, purge, relabel, upgrade
+from engram.stores.chroma import plan, process_lock, purge, relabel, tombstones, upgrade
 from engram.stores.chroma.awaitable import AwaitableBool, AwaitableInt
 from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
@@ -110,11 +110,15 @@ class ChromaStore(BaseStore):
         ttl: TTLConfig | None = None,
         lexical: LexicalIndex | bool | None = None,
     ) -> None:
+        _check_collection_name(collection)
+        self._own_clients: list[ClientAPI] = []
+        """The clients this store made (`close` closes them)."""
+        self._closed = False
         if client is None:
             folder = Path(path) if path is not None else default_chroma_path()
             folder.mkdir(parents=True, exist_ok=True)
             client = process_lock.open_persistent_client(folder)
-        _check_collection_name(collection)
+            self._own_clients.append(client)
         self.client = client
         self.collection_name = collection
         self._max_batch = client.get_max_batch_size()
@@ -147,11 +151,12 @@ class ChromaStore(BaseStore):
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
         )
-        self._coalescer = Coalescer(self._run_batch)
+        self._coalescer = Coalescer(self._run_batch, idle=self._idle_work)
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
         if self._items.count():
+            self._remove_tombstones(everyone=True)
             relabel.relabel_users(
                 self,
                 lexical=self.lexical.index if self.lexical else None,
@@ -198,7 +203,9 @@ class ChromaStore(BaseStore):
                 f"cannot reach a Chroma server at {parsed.hostname}:{port} ({exc}); "
                 f"start one with `chroma run --host {parsed.hostname} --port {port}` or fix the URL"
             ) from exc
-        return cls(client, collection=collection, index=index, ttl=ttl, lexical=lexical)
+        store = cls(client, collection=collection, index=index, ttl=ttl, lexical=lexical)
+        store._own_clients.append(client)
+        return store
 
     @property
     def supports_hybrid(self) -> bool:
@@ -231,17 +238,26 @@ class ChromaStore(BaseStore):
     def sweep_ttl(self) -> AwaitableInt:
         """Delete every expired item and its vectors; returns how many items were deleted.
 
-        The count can also be awaited (`await store.sweep_ttl()`, as with langgraph's async
-        stores); the sweep itself has run by then."""
+        Expired items leave no text behind, as deleted ones: when the sweep deleted any, the
+        store's files are purged (`purge_deleted`). The count can also be awaited
+        (`await store.sweep_ttl()`, as with langgraph's async stores); the sweep itself has run
+        by then."""
         now = time.time()
         with self._folder.hold():
             expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
             if not expired["ids"]:
                 return AwaitableInt(0)
             self._folder.writing()
-            return AwaitableInt(
-                self._writer.delete_expired(now, dict(zip(expired["ids"], expired["metadatas"])))
-            )
+            items = {  # tombstones go too (Chroma deletes by expiry), but were no items
+                i: meta
+                for i, meta in zip(expired["ids"], expired["metadatas"])
+                if not tombstones.is_tombstone(meta)
+            }
+            removed = self._writer.delete_expired(now, items)
+            self._writer.buried.clear()
+            if removed:
+                self._purge_held()
+            return AwaitableInt(removed)
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> AwaitableBool:
         """Sweep expired items periodically in a daemon thread (default: every 5 minutes).
@@ -293,15 +309,20 @@ class ChromaStore(BaseStore):
         Raises:
             sqlite3.OperationalError: Another process kept `chroma.sqlite3` locked for 30 s.
         """
+        with self._folder.hold():
+            return self._purge_held()
+
+    def _purge_held(self) -> PurgeReport:
+        """`purge_deleted` holding the data folder."""
         report = PurgeReport()
         settings = self.client.get_settings()
         embedded = settings.is_persistent and not settings.chroma_server_host
-        with self._folder.hold():
-            self._folder.writing()
-            if embedded and settings.persist_directory:
-                report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
-            if self.lexical is not None:
-                self.lexical.index.scrub()
+        self._folder.writing()
+        self._writer.remove_tombstones(everyone=True)
+        if embedded and settings.persist_directory:
+            report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
+        if self.lexical is not None:
+            self.lexical.index.scrub()
         return report
 
     async def apurge_deleted(self) -> PurgeReport:
@@ -309,11 +330,34 @@ class ChromaStore(BaseStore):
         return await asyncio.to_thread(self.purge_deleted)
 
     def close(self) -> None:
-        """Stop background work and close the lexical index this store opened. The Chroma
-        client itself needs no closing."""
+        """Stop background work and close what this store opened: the lexical index, the
+        Chroma client it made (not one it was given), its hold on the data folder's files."""
         self.stop_ttl_sweeper()
+        self._closed = True  # the drain thread's idle work stops: it must not outlive the files
+        self._coalescer.join()
+        self._remove_tombstones()
         if self.lexical is not None and self._owns_lexical:
             self.lexical.index.close()
+        for client in self._own_clients:
+            client.close()
+        self._own_clients.clear()
+        self._folder.close()
+
+    def _idle_work(self) -> None:
+        """What the drain thread does when no call is queued, until the store is closed."""
+        if not self._closed:
+            self._remove_tombstones()
+
+    def _remove_tombstones(self, *, everyone: bool = False) -> None:
+        """Remove the records of deleted items left as tombstones by this store (with
+        `everyone`: by any process, e.g. one that died before it removed its own), if any."""
+        if not everyone and not self._writer.buried:
+            return
+        with self._folder.hold():
+            if everyone and not self._items.get(where=tombstones.WHERE, limit=1, include=[])["ids"]:
+                return
+            self._folder.writing()
+            self._writer.remove_tombstones(everyone=everyone)
 
     # -- execution (the only code that talks to Chroma) ----------------------------------------
 
@@ -346,7 +390,11 @@ class ChromaStore(BaseStore):
         refresh: dict[str, float] = {}
         if batch.gets:
             get_ids = [md.item_id(op.namespace, op.key) for _, op in batch.gets]
-            found = self._fetch_items(get_ids, now)
+            found = (
+                self._fetch_items(get_ids, now)
+                if batch.got is None
+                else _live_items(batch.got.items(), now)
+            )
             for (i, op), item_id in zip(batch.gets, get_ids):
                 hit = found.get(item_id)
                 results[i] = hit[0] if hit else None
@@ -415,6 +463,8 @@ class ChromaStore(BaseStore):
     def _reopen(self) -> None:
         """Another process changed the data folder: read the collection afresh from disk."""
         self.client = process_lock.reopen_client(self.client)
+        if self._own_clients:
+            self._own_clients.append(self.client)
         self._items = self._open_collection(self.client)
         self._writer.collection = self._items
         if self.lexical is not None:
@@ -430,9 +480,16 @@ class ChromaStore(BaseStore):
         an item whose indexed texts did not change keeps its vectors (no embedding call)."""
         if not batch.puts:
             return
-        for chunk in self._chunks(list(batch.ids.values())):
+        put_ids = set(batch.ids.values())
+        get_ids = {md.item_id(op.namespace, op.key) for _, op in batch.gets}
+        batch.got = {}
+        for chunk in self._chunks(list(put_ids | get_ids)):  # the gets' items: the same read
             got = self._items.get(ids=chunk, include=["metadatas"])
-            batch.previous.update(zip(got["ids"], got["metadatas"]))
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                if item_id in put_ids:
+                    batch.previous[item_id] = meta
+                if item_id in get_ids:
+                    batch.got[item_id] = meta
         if reusable := batch.reusable():
             got = self._items.get(ids=reusable, include=["embeddings"])
             batch.reused.update(
@@ -446,9 +503,7 @@ class ChromaStore(BaseStore):
         found: dict[str, tuple[Item, dict[str, Any]]] = {}
         for chunk in self._chunks(list(dict.fromkeys(ids))):
             got = self._items.get(ids=chunk, include=["metadatas"])
-            for item_id, meta in zip(got["ids"], got["metadatas"]):
-                if not md.expired(meta, now):
-                    found[item_id] = (_item(meta), meta)
+            found.update(_live_items(zip(got["ids"], got["metadatas"]), now))
         return found
 
     def _search(
@@ -465,7 +520,8 @@ class ChromaStore(BaseStore):
         ]
         updated = {i: _record(m).updated_at for i, m in rows}
         rows.sort(key=lambda row: (updated[row[0]], row[0]), reverse=True)
-        return self._page([item_id for item_id, _ in rows], {}, op, now)
+        known = {i: (_item(m), m) for i, m in rows[: op.offset + op.limit]}  # not read again
+        return self._page([item_id for item_id, _ in rows], {}, op, now, known)
 
     def _vector_search(
         self, op: SearchOp, query_vector: list[float], now: float
@@ -627,6 +683,13 @@ def _note_refresh(
 ) -> None:
     if (minutes := _record(meta).ttl_minutes) is not None:
         refresh[item_id] = now + float(minutes) * 60
+
+
+def _live_items(
+    records: Iterable[tuple[str, dict[str, Any]]], now: float
+) -> dict[str, tuple[Item, dict[str, Any]]]:
+    """The items of (id, metadata) records, with their metadata; expired ones left out."""
+    return {i: (_item(meta), meta) for i, meta in records if not md.expired(meta, now)}
 
 
 def _settled_ranking(scores: dict[str, float], exhausted: bool) -> list[str]:

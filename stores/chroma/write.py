@@ -22,6 +22,7 @@ from chromadb.api.models.Collection import Collection
 from langgraph.store.base import PutOp
 
 from engram.stores.chroma import metadata as md
+from engram.stores.chroma import tombstones
 from engram.stores.chroma.mirror import LexicalMirror
 from engram.stores.chroma.plan import Plan
 from engram.stores.lexical.index import LexicalDocument
@@ -52,6 +53,9 @@ class ChromaWriter:
         self.dims = dims
         self.default_paths = default_paths
         self.max_batch = max_batch
+        self.buried: set[str] = set()
+        """Ids of the tombstones this writer left and has not removed yet
+        (`engram.stores.chroma.tombstones`)."""
 
     def apply_puts(
         self,
@@ -65,6 +69,9 @@ class ChromaWriter:
         ids = [batch.ids[(op.namespace, op.key)] for op in ops]
         previous = batch.previous
         records = {i: md.record_of(meta) for i, meta in previous.items()}
+        replaced = {  # a tombstone or an expired item is replaced by a new item
+            i: record for i, record in records.items() if not md.expired(previous[i], now)
+        }
         writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
         counts = {
             i: 1 + records[i].extra_vectors if i in batch.reused else len(vectors.get(i, ()))
@@ -75,7 +82,7 @@ class ChromaWriter:
             _item_metadata(
                 op,
                 previous.get(i),
-                records.get(i),
+                replaced.get(i),
                 counts[i],
                 documents.get(i),
                 self._own_paths(op),
@@ -105,7 +112,17 @@ class ChromaWriter:
             if (record := records.get(i)) is not None
             for n in range(max(counts.get(i, 0), 1), record.extra_vectors + 1)
         ]
-        deleted = [i for op, i in zip(ops, ids) if op.value is None and i in previous]
+        deleted = [
+            i
+            for op, i in zip(ops, ids)
+            if op.value is None and i in previous and not tombstones.is_tombstone(previous[i])
+        ]
+        buried = [i for i in deleted if tombstones.can_bury(records[i])]
+        rows += [
+            (i, tombstones.tombstone_metadata(previous[i], now), self._placeholder(i))
+            for i in buried
+        ]
+        deleted = [i for i in deleted if i not in buried]
         indexed = {i for i, record in records.items() if record is not None and record.has_vectors}
         touched = [(op.namespace, i) for op, i in zip(ops, ids) if i in documents or i in indexed]
         if self.lexical is not None and extra:  # before the write: searches must know
@@ -127,6 +144,9 @@ class ChromaWriter:
                 self.collection.update(ids=ids_, metadatas=metas)
             for chunk in self._chunks(deleted + stale):
                 self.collection.delete(ids=chunk)
+        self.buried.update(buried)
+        if len(self.buried) >= tombstones.REMOVE_AT:
+            self.remove_tombstones()
         if self.lexical is not None:  # every written document, even an unchanged one: the
             self.lexical.apply(  # metadata read before the write may be another writer's by now
                 upserts=[(op.namespace, documents[i]) for op, i in writes if i in documents],
@@ -169,6 +189,19 @@ class ChromaWriter:
         if self.lexical is not None:
             self.lexical.apply([], [(indexed[i], i) for i in gone if i in indexed])
         return len(gone)
+
+    def remove_tombstones(self, *, everyone: bool = False) -> None:
+        """Remove the records of this writer's tombstones (with `everyone`, of every process's
+        on the collection). Call inside the folder's hold, after `writing()`; an id since
+        reused by a put is not a tombstone any more and stays."""
+        if everyone:
+            self.collection.delete(where=tombstones.WHERE)
+            self.buried.clear()
+            return
+        ids = list(self.buried)
+        for chunk in self._chunks(ids):
+            self.collection.delete(ids=chunk, where=tombstones.WHERE)
+        self.buried.difference_update(ids)
 
     # -- private ------------------------------------------------------------------------------
 
