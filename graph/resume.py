@@ -5,9 +5,9 @@ A job whose process died is claimed again by its thread's next turn (`engram.nod
 A thread that never has another turn would keep its job, and the memories of its last exchanges
 would never be extracted. An app calls `resume_memory_work(graph)` once at start-up, before it
 serves turns (a session end and a turn running on one thread at once would race for its
-checkpoint, as any two runs of a thread do): every thread with an abandoned job gets a session end (`{"end_session": True}`),
-which claims the job, runs it, applies its result and extracts what is left of the session, as
-the user ending the session would.
+checkpoint, as any two runs of a thread do): every thread with an abandoned job gets a session
+end (`{"end_session": True}`), which claims the job, runs it, applies its result and extracts
+what is left of the session, as the user ending the session would.
 """
 
 from __future__ import annotations
