@@ -68,6 +68,17 @@ def _graph(memory_model: Any, store: BaseStore, saver: ThreadedSqliteSaver):
     return compile_graph(model, memory_model=memory_model, store=store, checkpointer=saver)
 
 
+def _agent(memory_model: Any, store: BaseStore, saver: ThreadedSqliteSaver, model: Any = None):
+    model = model or RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
+    return create_agent(
+        model,
+        middleware=[EngramMiddleware(memory_model=memory_model)],
+        store=store,
+        checkpointer=saver,
+        context_schema=Context,
+    )
+
+
 def _turn(graph: Any, text: str, config: dict, ctx: Context) -> dict:
     return graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
 
@@ -258,13 +269,7 @@ def test_the_middleware_consolidates_after_the_run_in_the_background(
     store, saver, memory_model
 ) -> None:
     model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
-    agent = create_agent(
-        model,
-        middleware=[EngramMiddleware(memory_model=memory_model)],
-        store=store,
-        checkpointer=saver,
-        context_schema=Context,
-    )
+    agent = _agent(memory_model, store, saver, model)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="agent", consolidate_every_turns=1, **NO_COMPACTION)
 
@@ -307,14 +312,7 @@ def test_the_memory_model_is_only_called_from_the_workers_loop(store, saver, mod
     memory_model = LoopRecordingModel()
     memory_model.loops = []
     memory_model.gate.set()
-    model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
-    agent = create_agent(
-        model,
-        middleware=[EngramMiddleware(memory_model=memory_model)],
-        store=store,
-        checkpointer=saver,
-        context_schema=Context,
-    )
+    agent = _agent(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(user_id="loops", message_threshold=4, keep_recent_messages=2, memory_work=mode)
     for i in range(5):
