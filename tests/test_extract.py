@@ -135,6 +135,32 @@ def extract(*texts: str) -> list:
         ('我老婆对海鲜过敏', 'fact'),
         ('发布流程是：先合并到 main，再打 tag', 'skill'),
         ('我在腾讯工作', 'fact'),
+        # everyday life, away from software: family, pets, health, work, home, languages
+        ('We have two cats and a border collie', 'fact'),
+        ('we adopted a tabby called Noodle last spring', 'fact'),
+        ('my daughter Ines starts school in September', 'fact'),
+        ('My brother works as a paramedic in Leeds', 'fact'),
+        ("I'm married, no kids yet", 'fact'),
+        ('I teach piano to adults on weekends', 'fact'),
+        ('I drive an old Volvo V70', 'fact'),
+        ('I speak Dutch and some Spanish', 'fact'),
+        ("I'm learning Korean with Duolingo", 'fact'),
+        ('I was diagnosed with celiac disease in 2019', 'fact'),
+        ('I recently moved to Valencia', 'fact'),
+        ('our cafe opens at 7 and closes at 3 on Sundays', 'project'),
+        ("I'm saving for a trip to Peru next year", 'goal'),
+        ('we are renovating the bathroom, about 8k so far', 'fact'),
+        ('you have to bleed the radiators every October, otherwise the top floor stays cold', 'lesson'),
+        ('我家养了两只猫', 'fact'),
+        ('我儿子今年满三岁', 'fact'),
+        ('我上个月搬到深圳了', 'fact'),
+        ('我在一所小学教英语', 'fact'),
+        ('我会说四川话', 'fact'),
+        ('我最近在学吉他', 'fact'),
+        ('前年确诊了高血压', 'fact'),
+        ('我开的是一辆二手卡罗拉', 'fact'),
+        ('我一般周六早上去游泳', 'preference'),
+        ('我们的花店早上9点开门', 'project'),
     ],
 )
 def test_statements_get_their_category_verbatim(text, category):
@@ -335,6 +361,8 @@ def test_remember_prefix_is_stripped():
         ("I just started at Globex, mostly backend", "fact.employer", "Globex"),
         ("I live in Berlin.", "fact.location", "Berlin"),
         ("我住在北京", "fact.location", "北京"),
+        ("我上个月搬到深圳了", "fact.location", "深圳"),
+        ("I relocated to Singapore for work.", "fact.location", "Singapore"),
         ("我在字节跳动工作", "fact.employer", "字节跳动"),
         ("redux toolkit always, no context soup", "preference.state_management", "redux toolkit"),
         ("状态管理我们用 MobX", "preference.state_management", "MobX"),
@@ -348,6 +376,20 @@ def test_remember_prefix_is_stripped():
 def test_single_valued_statements_get_a_key(text, key, value):
     [c] = extract(text)
     assert (c.key, c.structured_data["value"]) == (key, value)
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "value"),
+    [
+        ("I moved to Postgres 16 last year", "project.database", "Postgres 16"),  # a tool, not a place
+        ("I'm learning Japanese", None, None),  # not the language of the answers
+        ("I speak German at home", None, None),
+        ("answer me in Japanese from now on", "preference.response_language", "Japanese"),
+    ],
+)
+def test_a_known_value_sets_only_the_attribute_the_statement_is_about(text, key, value):
+    [c] = extract(text)
+    assert (c.key, (c.structured_data or {}).get("value") if key else None) == (key, value)
 
 
 def test_the_key_comes_from_the_clause_that_states_the_choice():
@@ -387,6 +429,8 @@ def test_additive_negative_or_multi_valued_statements_get_no_key(text):
         ("yarn always, it's what I know", "switched everything to pnpm, yarn is too slow for me"),
         ("我们用的 MySQL 5.6", "上个月已经迁到 TiDB 了"),
         ("缩进用 tab", "缩进改成 2 个空格 以后都这样"),
+        ("I live in Lyon.", "I moved to Porto in September."),
+        ("我现在住在成都", "我九月份搬到杭州了"),
     ],
 )
 def test_a_changed_preference_supersedes_through_the_write_policy(old, new):

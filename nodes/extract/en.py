@@ -59,7 +59,9 @@ _THING = (
     r"|front-end|back-end|api|website|site|platform|monorepo|cli|library|lib|bot|startup|stack|dev stack"
     r"|setup|homelab|home lab|server|servers|cluster|ci|pipeline|db|database|schemas?|tests?|dashboard"
     r"|namespace|model|cache|config|docs|deploys?|builds?|infra|infrastructure|team|company|tooling"
-    r"|remote access|backups?|logs?|monitoring|alerts?|migrations?|queue|worker|storage)"
+    r"|remote access|backups?|logs?|monitoring|alerts?|migrations?|queue|worker|storage"
+    r"|business|shop|store|restaurant|caf[eé]|bakery|bar|farm|clinic|practice|studio|agency|salon"
+    r"|channel|podcast|blog|newsletter|band|club|charity|nonprofit)"
 )
 
 RULES: tuple[Rule, ...] = (
@@ -80,6 +82,11 @@ RULES: tuple[Rule, ...] = (
          strong=False),
     Rule("lesson", rx(r"\b(?:helped|fixed it|solved it|fixed the issue|made (?:it|the) difference)\b"),
          strong=False),
+    Rule("lesson", rx(r"\b(?:needs?|has to|have to|must|should)\b.*\b(?:otherwise|or else)\b"), strong=False),
+    # where the user moved: before the preferences' "moved to" (a tool); passed over when the
+    # place is a known tool ("I moved to Postgres")
+    Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:moved|relocated)\s+(?:back\s+)?to"
+                    r"\s+(?=(?-i:[A-Z]))"), kind="fact.location"),
     # preferences
     Rule("preference", rx(r"\bmy (?:favou?rite|preferred|go-to|default) ([\w .+#-]{1,30}?) (?:is|are)\b"),
          kind="fav"),
@@ -112,7 +119,7 @@ RULES: tuple[Rule, ...] = (
     Rule("goal", rx(r"\bmy (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
                     r"|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)")),
     Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:plan(?:ning)?|going|intend(?:ing)?|aim(?:ing)?"
-                    r"|preparing|training|saving up|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"
+                    r"|preparing|training|saving(?: up)?|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"
                     r"|say|tell|understand|bed|sleep|eat|grab|go home|talk|thank|try this|try that|hear|go to bed"
                     r"|lunch|dinner|read the docs)\b)")),
     Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:hop(?:e|ing)|want(?:ing)?|would like|'d like"
@@ -137,17 +144,31 @@ RULES: tuple[Rule, ...] = (
          kind="fact.job_title"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:an?\s+)(?=(?:[\w-]+\s+){{0,3}}{_JOB}\b)"), kind="fact.job_title"),
     Rule("fact", rx(r"\bmy name is\s+|\bcall me\s+(?=(?-i:[A-Z]))"), kind="fact.name"),
-    Rule("fact", rx(r"\bI\s+(?:live|am living|'m living)\s+in\s+|\bI(?:'m|\s+am)\s+(?:based|located)\s+in\s+"
-                    r"|\bI\s+(?:just\s+)?moved\s+to\s+(?=(?-i:[A-Z]))"), kind="fact.location"),
+    Rule("fact", rx(r"\bI\s+(?:live|am living|'m living)\s+in\s+|\bI(?:'m|\s+am)\s+(?:based|located)\s+in\s+"),
+         kind="fact.location"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
                     rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
-                    r"|\bI\s+(?:have|'ve got)\s+(?:asthma|diabetes|adhd|dyslexia|migraines|arthritis|a heart"
-                    r" condition|high blood pressure|celiac)")),
-    Rule("fact", rx(rf"\bI\s+have\s+(?:a|an|one|two|three|four|five|\d+)\s+(?:\w+\s+)?{_PEOPLE}\b"
-                    rf"|\bmy\s+{_PEOPLE}(?:'s name)?\s+(?:is|are|was|has|have|can't|cannot|doesn't|don't|hates"
-                    r"|loves|likes|needs)\b"), kind="other"),
+                    r"|\bI\s+(?:have|'ve got)\s+(?:type [12] )?(?:asthma|diabetes|adhd|dyslexia|migraines|arthritis|a heart"
+                    r" condition|high blood pressure|celiac|insomnia|tinnitus|anxiety|depression|ibs|eczema)"
+                    r"|(?:^|\bI\s+)(?:was\s+|got\s+|have been\s+|'ve been\s+)?diagnosed with\b")),
+    Rule("fact", rx(rf"\b(?:I|we)\s+(?:have|'ve got|have got|adopted|got)\s+(?:a|an|one|two|three|four|five|\d+)\s+"
+                    rf"(?:\w+\s+)?{_PEOPLE}\b"
+                    r"|\b(?:I|we)\s+(?:have|'ve got|adopted|got)\s+(?:a|an)\s+(?:[\w-]+\s+){1,3}(?:named|called)"
+                    r"\s+(?-i:[A-Z])"
+                    rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:is|are|was|has|have"
+                    r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
+                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved)\b"
+                    r"|\bI(?:'m|\s+am)\s+(?:married|engaged|divorced|widowed|a (?:single )?(?:mom|mum|dad|parent"
+                    r"|father|mother))\b"), kind="other"),
+    Rule("fact", rx(r"\bI\s+(?:teach|lecture|tutor)\s+(?!(?:you|myself|them|him|her)\b)"
+                    r"|\bI\s+(?:drive|own|ride)\s+(?:a|an|my)\s+"
+                    r"|\bI\s+(?:speak|can speak)\s+(?=(?-i:[A-Z]))|\bI(?:'m|\s+am)\s+(?:fluent|a native speaker)\s+in\b"
+                    r"|\b(?:native language|mother tongue|first language) is\b")),
+    Rule("fact", rx(r"\bI(?:'m|\s+am|'ve been|\s+have been)\s+(?:currently\s+|still\s+|now\s+)?(?:learning"
+                    r"|studying|taking)\s+(?!(?:a look|a break|a while|a lot|a sec|that|this|it|notes?|the day"
+                    r"|care|over|a step)\b)"), strong=False),
     Rule("fact", rx(r"\b(?-i:[A-Z][a-z]+)\s*\((?:my|our)\s+(?:manager|boss|lead|tech lead|mentor|team lead|cto|pm)\)"
                     r"|\bmy (?:manager|boss|lead|tech lead|mentor|team lead)(?:'s name)?\s+is\s+(?=(?-i:[A-Z]))"),
          kind="other"),
@@ -160,16 +181,17 @@ RULES: tuple[Rule, ...] = (
     Rule("fact", rx(r"\b(?:I've|I have|I)\s+(?:already\s+)?(?:read|finished|completed|passed|visited)\s+(?=(?-i:[A-Z]))"
                     r"|\bevery\s+(?:other|second|third|fourth|\d+(?:st|nd|rd|th))\s+(?:day|week|month|weekend)\b"),
          strong=False),
-    Rule("fact", rx(r"\b(?:my|our|the) budget(?:'s| is| of)\b"), strong=False),
+    Rule("fact", rx(r"(?:\b(?:my|our|the)\s+|^)budget(?:'s| is| of)\b"), strong=False),
     Rule("fact", rx(rf"\b(?:I(?:'m|\s+am)|we(?:'re|\s+are)?){_ADV}\s+(?:building|developing|working on"
-                    r"|maintaining|making|writing)\b"), strong=False),
+                    r"|maintaining|making|writing|renovating|remodel(?:l)?ing|restoring|redoing)\b"), strong=False),
     # projects: the stack, structure and conventions of what the user works on
     Rule("project", rx(r"\b(?:my|our) (?:project|app|application|service|repo|repository|product|startup|company"
                        r"|team|website|bot|library|tool|side project|cli)\b(?:\s+[\w-]+){0,2}?\s+is (?:called|named)\b"
                        r"|\bcalling it\b|\bit's called\b")),
     Rule("project", rx(rf"\b(?:my|our|the)\s+(?:[\w-]+\s+){{0,2}}?{_THING}\b(?:\s+[\w-]+){{0,3}}?\s+(?:uses|use"
                        r"|is built|are built|is written|are written|runs|run|is deployed|deploys|depends|targets"
-                       r"|is hosted|stores|is on|are on|is|are|'s|has|have|lives?|goes|go|sits?)\b"),
+                       r"|is hosted|stores|is on|are on|is|are|'s|has|have|lives?|goes|go|sits?|opens|closes|sells|serves"
+                       r"|employs|makes|publishes|posts)\b"),
          strong=False),
     Rule("fact", rx(rf"\bwe(?:'re|\s+are)?{_ADV}\s+(?:use|using|run|running|deploy|deploying|host|hosting"
                        r"|on|standardi[sz]ed on|migrated|switched|moved|rely on|build with|ship with)\b"

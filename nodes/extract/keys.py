@@ -80,7 +80,13 @@ _ATTRIBUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("package_manager", re.compile(r"\bpackage manager\b|包管理", re.IGNORECASE)),
     ("database", re.compile(r"\bdatabase\b|数据库", re.IGNORECASE)),
     ("editor", re.compile(r"\beditor\b|\bIDE\b|编辑器", re.IGNORECASE)),
+    ("response_language", re.compile(
+        r"\b(?:answers?|answer me|reply|replies|respond|responses?|write to me|talk to me|speak to me)\b"
+        r"|回答|回复|交流|跟我说|和我说", re.IGNORECASE)),
 )
+_NAMED_ONLY = frozenset({"response_language"})
+"""Subjects a known value alone does not name: "I'm learning Japanese" is not about the language
+of the answers."""
 _NUMERIC = frozenset({"line_length"})
 _NUMBER = re.compile(r"\b\d{2,3}\b")
 
@@ -174,7 +180,7 @@ def value_after(text: str, start: int) -> str:
     rest = text[start:].strip()
     end = _VALUE_END.search(rest)
     value = rest[: end.start()] if end else rest
-    return value.strip()[:80]
+    return value.strip().removesuffix("了")[:80]  # "搬到杭州了": the change's particle
 
 
 def terms(text: str) -> list[tuple[str, int, str]]:
@@ -196,9 +202,10 @@ def _subject_values(text: str, scope: str) -> tuple[str | None, list[tuple[int, 
         values = [(at, v) for s, at, v in found if s == named]
         if values:
             return named, values
-    subjects = {s for s, _, _ in found}
+    subjects = {s for s, _, _ in found} - _NAMED_ONLY
     if len(subjects) != 1:
         return None, []
+    found = [f for f in found if f[0] in subjects]
     return found[0][0], [(at, v) for _, at, v in found]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engram.stores.memory.types import Category
@@ -35,10 +35,14 @@ def rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-def first_match(text: str, rules: Sequence[Rule]) -> tuple[Rule, re.Match[str]] | None:
-    """The first rule whose pattern occurs in `text`, with its match."""
+def first_match(
+    text: str,
+    rules: Sequence[Rule],
+    fits: Callable[[Rule, re.Match[str]], bool] = lambda rule, match: True,
+) -> tuple[Rule, re.Match[str]] | None:
+    """The first rule whose pattern occurs in `text` and whose match `fits`, with its match."""
     for rule in rules:
         match = rule.pattern.search(text)
-        if match:
+        if match and fits(rule, match):
             return rule, match
     return None

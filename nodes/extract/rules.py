@@ -48,7 +48,7 @@ from engram.nodes.extract.filters import (
     points_back,
     strip_lead,
 )
-from engram.nodes.extract.keys import key_for, key_in, terms
+from engram.nodes.extract.keys import key_for, key_in, terms, value_after
 from engram.nodes.extract.patterns import Rule, first_match, rx
 from engram.nodes.extract.text import Piece, Unit, details, has_cjk, has_detail, units
 from engram.nodes.extract.zh import RULES as ZH_RULES
@@ -166,7 +166,11 @@ def _judge(text: str) -> _Hit | None:
     head = strip_lead(text)
     if len(head) < 3 or is_hypothetical(head):
         return None
-    found = first_match(head, ZH_RULES if has_cjk(head) else EN_RULES)
+    found = first_match(
+        head,
+        ZH_RULES if has_cjk(head) else EN_RULES,
+        lambda rule, match: not _names_a_tool(rule, match, head),
+    )
     if found is None and _lists_details(head):
         found = _INVENTORY, _INVENTORY.pattern.match(head)
     if found is None:
@@ -184,6 +188,12 @@ def _judge(text: str) -> _Hit | None:
         return None  # a lesson is a report by nature ("bumping the timeout helped")
     back = rule.kind in ("pref", "neg") and points_back(head[match.end():])
     return _Hit(rule, match, head, points_back=back)
+
+
+def _names_a_tool(rule: Rule, match: re.Match[str], text: str) -> bool:
+    """Whether an attribute of the user (where they live, work, ...) is set to a known tool:
+    "I moved to Postgres" is a preference, not an address."""
+    return rule.kind.startswith("fact.") and bool(terms(value_after(text, match.end())))
 
 
 def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
