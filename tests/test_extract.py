@@ -233,6 +233,12 @@ def test_statements_get_their_category_verbatim(text, category):
         '日志里全是 502',
         '今天加班到十点 累死',
         '同事说要用 Kafka',
+        "I'm taking notes",
+        "I'm learning a lot from this thread",
+        'we have a meeting at 3pm',
+        '我开的是会员卡',
+        '我在学着用这个工具',
+        '我教你一个办法',
         '这个方案行不行',
         '先这样吧 明天再看',
         '构建又卡在 npm install 了',
@@ -384,6 +390,7 @@ def test_single_valued_statements_get_a_key(text, key, value):
         ("I moved to Postgres 16 last year", "project.database", "Postgres 16"),  # a tool, not a place
         ("I'm learning Japanese", None, None),  # not the language of the answers
         ("I speak German at home", None, None),
+        ("I moved to Slack for team chat.", None, None),  # an unknown tool: not where they live
         ("answer me in Japanese from now on", "preference.response_language", "Japanese"),
     ],
 )

@@ -86,7 +86,9 @@ RULES: tuple[Rule, ...] = (
     # where the user moved: before the preferences' "moved to" (a tool); passed over when the
     # place is a known tool ("I moved to Postgres")
     Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:moved|relocated)\s+(?:back\s+)?to"
-                    r"\s+(?=(?-i:[A-Z]))"), kind="fact.location"),
+                    r"\s+(?=(?-i:[A-Z])[\w.-]*(?:\s+(?-i:[A-Z])[\w.-]*)*(?:\s*(?:[,;!]|\.(?:\s|$)|$)|\s+(?:in|last|this|a|an"
+                    r"|two|three|few|several|back|with|from|when|after|before|since|to|for (?:work|a job|my job|school"
+                    r"|uni|university|college|love|good))\b))"), kind="fact.location"),
     # preferences
     Rule("preference", rx(r"\bmy (?:favou?rite|preferred|go-to|default) ([\w .+#-]{1,30}?) (?:is|are)\b"),
          kind="fav"),
