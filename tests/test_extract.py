@@ -438,6 +438,11 @@ def test_additive_negative_or_multi_valued_statements_get_no_key(text):
         ("缩进用 tab", "缩进改成 2 个空格 以后都这样"),
         ("I live in Lyon.", "I moved to Porto in September."),
         ("我现在住在成都", "我九月份搬到杭州了"),
+        ("I drive a 2015 Honda Civic.", "Sold the Civic, I drive a Tesla Model 3 now."),
+        ("I'm vegetarian.", "I'm vegan now."),
+        ("I use an iPhone 12.", "I switched to a Pixel 8."),
+        ("我在字节跳动工作", "我上个月跳槽到腾讯了"),
+        ("我开的是一辆 2015 年的思域", "我现在开的是特斯拉 Model 3"),
     ],
 )
 def test_a_changed_preference_supersedes_through_the_write_policy(old, new):

@@ -53,6 +53,7 @@ _CONDITION = (
     r"|colou?r-?blind|deaf|blind|pregnant|lactose intolerant|asthmatic|epileptic|gluten-free|sober"
     r"|teetotal|halal|kosher)"
 )
+_DIET = r"(?:vegetarian|vegan|pescatarian|flexitarian|keto|paleo|carnivore|raw vegan)"
 _BODY = r"(?:knees?|back|hips?|ankles?|shoulders?|wrists?|neck|eyes?|ears?|heart|lungs?|feet|foot|legs?)"
 _THING = (
     r"(?:project|app|application|service|services|repo|repository|codebase|product|backend|frontend"
@@ -148,6 +149,8 @@ RULES: tuple[Rule, ...] = (
     Rule("fact", rx(r"\bmy name is\s+|\bcall me\s+(?=(?-i:[A-Z]))"), kind="fact.name"),
     Rule("fact", rx(r"\bI\s+(?:live|am living|'m living)\s+in\s+|\bI(?:'m|\s+am)\s+(?:based|located)\s+in\s+"),
          kind="fact.location"),
+    Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:(?:now|still|strictly|fully|mostly|a)\s+)?"
+                    rf"(?={_DIET}\b)"), kind="fact.diet"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
@@ -164,8 +167,10 @@ RULES: tuple[Rule, ...] = (
                     r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved)\b"
                     r"|\bI(?:'m|\s+am)\s+(?:married|engaged|divorced|widowed|a (?:single )?(?:mom|mum|dad|parent"
                     r"|father|mother))\b"), kind="other"),
+    Rule("fact", rx(r"\bI\s+(?:now\s+|still\s+)?drive\s+(?:an?|the)\s+(?:\w+\s+){0,2}?(?=(?-i:[A-Z0-9]))"),
+         kind="fact.car"),
     Rule("fact", rx(r"\bI\s+(?:teach|lecture|tutor)\s+(?!(?:you|myself|them|him|her)\b)"
-                    r"|\bI\s+(?:drive|own|ride)\s+(?:a|an|my)\s+"
+                    r"|\bI\s+(?:own|ride)\s+(?:a|an|my)\s+"
                     r"|\bI\s+(?:speak|can speak)\s+(?=(?-i:[A-Z]))|\bI(?:'m|\s+am)\s+(?:fluent|a native speaker)\s+in\b"
                     r"|\b(?:native language|mother tongue|first language) is\b")),
     Rule("fact", rx(r"\bI(?:'m|\s+am|'ve been|\s+have been)\s+(?:currently\s+|still\s+|now\s+)?(?:learning"

@@ -65,6 +65,10 @@ SUBJECTS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
         "aws", "gcp", "google cloud", "azure", "vercel", "netlify", "cloudflare", "heroku", "阿里云", "腾讯云")),
     "response_language": ("preference", True, (
         "english", "chinese", "japanese", "german", "french", "spanish", "中文", "英文", "英语", "汉语", "日语")),
+    "phone": ("fact", True, (
+        "iphone", "pixel", "galaxy", "samsung galaxy", "oneplus", "xiaomi", "redmi", "huawei", "honor",
+        "oppo", "vivo", "nothing phone", "fairphone", "moto g", "motorola", "sony xperia", "blackberry",
+        "小米", "红米", "华为", "荣耀", "苹果手机")),
     "code_style": ("preference", True, (
         "functional programming", "functional style", "object-oriented", "函数式编程", "函数式", "面向对象")),
 }
