@@ -118,6 +118,10 @@ RULES: tuple[Rule, ...] = (
     Rule("preference", rx(r"\b(?:answer|reply|respond|write|talk)(?: to me)? in (?:english|chinese|japanese|german"
                           r"|french|spanish)\b")),
     Rule("preference", rx(r"^if you (?:need|want|have)\b.*\b(?:use|prefer|pick|go with)\b")),
+    Rule("preference", rx(r"\bI(?:'m|\s+am)\s+an?\s+(?:huge\s+|big\s+|massive\s+|lifelong\s+)?(?:[\w-]+\s+){1,2}fan\b"
+                          r"|\bI\s+(?!(?:was|had|got|did|went|came|said|saw|forgot|felt)\b)(?:\w+\s+){1,5}?every\s+"
+                          r"(?:day|morning|evening|night|week|weekend|month|year|summer|winter"
+                          r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)s?\b")),
     # goals
     Rule("goal", rx(r"\bmy (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
                     r"|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)")),
@@ -131,6 +135,8 @@ RULES: tuple[Rule, ...] = (
     Rule("goal", rx(rf"{_I}(?:'ll|\s+will|'m going to|\s+am going to){_ADV}\s+(?:migrate|launch|release|ship"
                     r"|switch|add|build|start|learn|finish|publish|move|run|write|quit)\b"), strong=False),
     Rule("goal", rx(rf"^{_GOAL_VERB}\b.*\b(?:by|before|until|in|for|this|next)\s+{_WHEN}\b"), strong=False),
+    Rule("goal", rx(r"\b(?:I(?:'m|\s+am)|we(?:'re|\s+are))\s+(?:flying|heading|travel(?:l)?ing|driving|going)\s+(?:back\s+)?to"
+                    r"\s+(?=(?-i:[A-Z]))"), strong=False),
     # skills: a reusable way of doing something
     Rule("skill", rx(r"^(?:to|for) (?:deploy|release|build|publish|set up|install|run|start|debug|test|migrate"
                      r"|ship|back up|restore|upgrade)\b[^,]{0,60},\s*(?:I|we|you)\s+(?:run|use|do|call|execute"
@@ -143,15 +149,18 @@ RULES: tuple[Rule, ...] = (
     # facts about the user
     Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+(?:at|for)\s+"
                     r"|\bI\s+(?:just\s+)?(?:started|joined)\s+(?:at\s+)?(?=(?-i:[A-Z]))"), kind="fact.employer"),
-    Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+as\s+(?:an?\s+)?"),
+    Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+as\s+(?:an?\s+)?"
+                    r"|\bI\s+(?:just\s+)?(?:got|was|have been|'ve been)\s+promoted\s+to\s+(?:an?\s+)?"),
          kind="fact.job_title"),
+    Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?=\d{1,2}(?:\s+(?:years?\s+old|yo))?\s*(?:[,;!]|\.(?:\s|$)|$|and\b|now\b))"),
+         kind="fact.age"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:an?\s+)(?=(?:[\w-]+\s+){{0,3}}{_JOB}\b)"), kind="fact.job_title"),
     Rule("fact", rx(r"\bmy name is\s+|\bcall me\s+(?=(?-i:[A-Z]))"), kind="fact.name"),
     Rule("fact", rx(r"\bI\s+(?:live|am living|'m living)\s+in\s+|\bI(?:'m|\s+am)\s+(?:based|located)\s+in\s+"),
          kind="fact.location"),
     Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:(?:now|still|strictly|fully|mostly|a)\s+)?"
                     rf"(?={_DIET}\b)"), kind="fact.diet"),
-    Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?{_CONDITION}\b"
+    Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:[\w-]+\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
                     rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
@@ -185,6 +194,14 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:look after|own|maintain|am responsible for|'m responsible for|am in charge of"
                     r"|'m in charge of|run)\s+(?:the|a|our|my)\b|\b(?:they|he|she)\s+put me on\b"
                     r"|\bI(?:'m|\s+am)\s+(?:on|in)\s+the\s+[\w-]+\s+team\b")),
+    # a life: origin, studies, jobs left, trips, what is on the way
+    Rule("fact", rx(r"\bI\s+was\s+born\s+(?:in|on)\b|\bI\s+grew\s+up\s+in\b"
+                    r"|\bI\s+(?:studied|majored in|graduated (?:from|in))\b|\bI\s+(?:have|hold|got|did)\s+(?:an?\s+|my\s+)"
+                    r"(?:PhD|doctorate|master'?s|bachelor'?s|MBA|degree|diploma)\b"
+                    r"|\bI\s+(?:quit|left)\s+(?:my\s+(?:job|position|role)|(?-i:[A-Z]))"
+                    r"|\b(?:I|we)\s+(?:went|travel(?:l)?ed|flew|drove|moved)\s+(?:back\s+)?to\s+(?=(?-i:[A-Z]))")),
+    Rule("fact", rx(r"\b(?:we(?:'re|\s+are)|I(?:'m|\s+am)|and\s+I\s+are)\s+expecting\b"), kind="other"),
+    Rule("fact", rx(r"\b(?:my|our)\s+(?:rent|mortgage|salary|income|commute)\s+(?:is|was|takes)\b"), strong=False),
     Rule("fact", rx(r"\b(?:I've|I have|I)\s+(?:already\s+)?(?:read|finished|completed|passed|visited)\s+(?=(?-i:[A-Z]))"
                     r"|\bevery\s+(?:other|second|third|fourth|\d+(?:st|nd|rd|th))\s+(?:day|week|month|weekend)\b"),
          strong=False),

@@ -34,6 +34,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；;!?])\s*|\s*(?:�
 _CLAUSE_END = re.compile(
     rf"\s*[,，、]\s*|(?<=[{_CJK}])\s+(?=[{_CJK}])"
     r"|\s+(?=(?:and|but|so)\s+(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our)\b)"
+    r"(?!and\s+I\s+(?:are|were)\b)"  # "my wife and I are ...": one subject
 )
 _OPENER = re.compile(
     r"^(?:I|I'm|I've|I'd|I'll|im|ive|we|we're|we've|we'd|we'll|my|our|me)\b|^(?:我|我们|咱们)",
