@@ -250,6 +250,8 @@ def test_statements_get_their_category_verbatim(text, category):
         '我开的是会员卡',
         '我在学着用这个工具',
         '我教你一个办法',
+        "I'm not allergic to anything",
+        "I'm not vegan",
         '这个方案行不行',
         '先这样吧 明天再看',
         '构建又卡在 npm install 了',

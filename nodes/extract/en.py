@@ -160,7 +160,7 @@ RULES: tuple[Rule, ...] = (
          kind="fact.location"),
     Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:(?:now|still|strictly|fully|mostly|a)\s+)?"
                     rf"(?={_DIET}\b)"), kind="fact.diet"),
-    Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:[\w-]+\s+)?{_CONDITION}\b"
+    Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:(?!not\b)[\w-]+\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
                     rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
