@@ -27,6 +27,17 @@ from engram.stores.secrets import REDACTED, redact
         ("支付密码是 135790", "135790", "password"),
         ("邮箱口令：Sunny_Day9", "Sunny_Day9", "password"),
         ("验证码 604218 别发给别人", "604218", "password"),
+        ("the garage code is 2580", "2580", "password"),
+        ("gate combination 7719", "7719", "password"),
+        # identity documents
+        ("my SSN is 219-09-9999", "219-09-9999", "national_id"),
+        ("social security number: 078-05-1120", "078-05-1120", "national_id"),
+        ("passport no. 533 380 006, renewing it soon", "533 380 006", "national_id"),
+        ("NI number QQ 12 34 56 C", "QQ 12 34 56 C", "national_id"),
+        ("national insurance number AB 12 34 56 D", "AB 12 34 56 D", "national_id"),
+        ("driver's license D1234-56789-0123", "D1234-56789-0123", "national_id"),
+        ("身份证号 110101199003077777", "110101199003077777", "national_id"),
+        ("护照号码 E12345678", "E12345678", "national_id"),
         # tokens after a telling word, and known formats
         ("api key 9f8e7d6c5b4a39281706abcd", "9f8e7d6c5b4a39281706abcd", "api_token"),
         ("the deploy token is tk_live_Q7w8E9r0T1y2U3i4", "tk_live_Q7w8E9r0T1y2U3i4", "api_token"),
@@ -63,6 +74,9 @@ def test_redaction_keeps_the_words_around_the_secret():
         "CVV 208",
         "密码 Xy#2026!ab",
         "支付密码是 112233",
+        "my SSN is 219-09-9999",
+        "passport number X1234567",
+        "我的身份证号是 110101199003077777",
     ],
 )
 def test_a_text_that_is_only_a_secret_says_so(text):
@@ -93,6 +107,10 @@ def test_a_text_that_is_only_a_secret_says_so(text):
         "MAX_TOKENS=2048",
         "密码太简单了，得改一下",
         "验证码一直收不到",
+        "I renewed my passport last week",
+        "the SSN field is required",
+        "the issue id number is 4521",
+        "我的身份证过期了",
     ],
 )
 def test_ordinary_text_is_left_alone(text):

@@ -33,6 +33,9 @@ _QUOTED = _QUOTE_OPEN + r"(?P<quoted>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
 _DIGITS = r"\d{3,8}"
 _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
 """Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere."""
+_ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
+"""An identity document's number: 6-24 letters, digits, dashes or spaces before digits, with a
+digit, and maybe a final letter ("QQ 12 34 56 C")."""
 _TOKEN_LIKE = r"(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-.+/=]{16,}"
 _ZH_PASSWORD = r"(?:支付|登录|登陆|交易|取款|开机|管理员|数据库|邮箱|WiFi|wifi|WIFI)?(?:密码|口令)"
 
@@ -76,8 +79,18 @@ _LABELS: tuple[_Label, ...] = (
            ("cvv", "cvc", "cid", "csc", "security"), _DIGITS, strict=True),
     _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", ("码",), _DIGITS, strict=True,
            space=r"\s*"),
-    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|door\s+code|alarm\s+code))",
-           ("pin", "passcode", "code"), _DIGITS, strict=True),
+    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|(?:door|alarm|gate|garage|lock|locker|safe"
+           r"|keypad|entry|building|lockbox|key\s+box)\s+(?:code|combination)))",
+           ("pin", "passcode", "code", "combination"), _DIGITS, strict=True),
+    _Label("national_id",
+           r"(?i:\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?|national\s+insurance(?:\s+(?:number|no\.?))?"
+           r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
+           r"\s+(?:id\s+)?(?:card\s+)?(?:number|no\.?|#)|(?:\bmy\s+id|\bid\s+card)\s+(?:number|no\.?|#)"
+           r"|tax\s+(?:id|number|file\s+number)|driver'?s\s+licen[cs]e(?:\s+(?:number|no\.?|#))?"
+           r"|licen[cs]e\s+(?:number|no\.?)))",
+           ("ssn", "social", "insurance", "ni", "passport", "id", "tax", "licen"), _ID_NUMBER, strict=True),
+    _Label("national_id", r"身份证(?:号码?)?|护照(?:号码?)|社保(?:卡)?号码?|驾(?:驶)?照号码?|驾驶证号码?",
+           ("身份证", "护照", "社保", "驾"), _ID_NUMBER, strict=True, space=r"\s*"),
     _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _DIGITS, strict=True, space=r"\s*"),
     _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))",
            ("pass", "pw"), _PASSWORD_LIKE),

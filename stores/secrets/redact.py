@@ -53,12 +53,13 @@ _SECRET_WORDS = frozenset(
     passwords passwd passphrase passcode pwd pw pass pin code secret secrets token tokens access
     auth private credential credentials creds card number credit debit bank account login user
     username aws openai github slack stripe google bearer jwt value id cvv cvc cvv2 csc security
-    exp expiry expires door pair
+    exp expiry expires door pair ssn social insurance passport national identity licence license
+    tax driver garage gate alarm safe combination
     """.split()
 )
 _SECRET_WORDS_ZH = ("我的", "我们的", "支付密码", "密码", "口令", "密钥", "秘钥", "私钥", "令牌",
                     "验证码", "安全码", "是", "为", "卡号", "银行卡", "信用卡", "账号", "设置", "改成",
-                    "改为", "支付", "登录")
+                    "改为", "支付", "登录", "身份证", "护照", "社保", "号码", "号")
 _WORD = re.compile(r"[A-Za-z0-9_]+|[\u3400-\u9fff]")
 
 
