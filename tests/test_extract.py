@@ -162,6 +162,9 @@ def extract(*texts: str) -> list:
         ("I'm heading to Oslo on the 12th", 'goal'),
         ("I'm a lifelong Celtic fan", 'preference'),
         ('I swim 2 km every Wednesday', 'preference'),
+        ('my husband Tomas does all the cooking', 'fact'),
+        ('frost killed the seedlings because I planted them out too early', 'lesson'),
+        ('我们家养了两只柯基', 'fact'),
         ('我家养了两只猫', 'fact'),
         ('我儿子今年满三岁', 'fact'),
         ('我上个月搬到深圳了', 'fact'),
@@ -335,6 +338,11 @@ def test_secrets_inside_a_statement_are_redacted_not_kept():
     assert "MySQL 8.0" in c.content and "svc_app" in c.content
     [c] = extract("数据库是 PG 15，账号 app_rw 密码 Hx8#ee21，在 10.2.0.7")
     assert "Hx8#ee21" not in c.content and "app_rw" in c.content
+
+
+def test_a_later_clause_that_holds_a_secret_is_left_out_of_the_memory():
+    [c] = extract("I live in Ghent now, my passport number is 533380006 for the visa form")
+    assert c.content == "I live in Ghent now"
 
 
 def test_a_sentence_that_only_holds_a_secret_is_left_out_of_the_memory():

@@ -20,7 +20,7 @@ _FAIL = (
     r"(?:fail(?:ed|s|ing|ure)?|broke|breaks|broken|crash(?:ed|es)?|didn't work|doesn't work|did not work"
     r"|does not work|won't work|errored|timed? ?out|time ?outs?|blew up|hangs?|hung|was a disaster"
     r"|was a nightmare|was a mess|was hell|did nothing|didn't help|did not help|no luck|made no difference"
-    r"|crawled|got stuck|went wrong|bit me|burned me|wasted)"
+    r"|crawled|got stuck|went wrong|bit me|burned me|wasted|destroyed|ruined|killed|wrecked)"
 )
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
@@ -173,7 +173,8 @@ RULES: tuple[Rule, ...] = (
                     r"\s+(?-i:[A-Z])"
                     rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:is|are|was|has|have"
                     r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
-                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved)\b"
+                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved|does|did)\b"
+                    rf"|\b(?:my|our)\s+{_PEOPLE},?\s+(?-i:[A-Z][a-z]+),?\s+\w+s\b"
                     r"|\bI(?:'m|\s+am)\s+(?:married|engaged|divorced|widowed|a (?:single )?(?:mom|mum|dad|parent"
                     r"|father|mother))\b"), kind="other"),
     Rule("fact", rx(r"\bI\s+(?:now\s+|still\s+)?drive\s+(?:an?|the)\s+(?:\w+\s+){0,2}?(?=(?-i:[A-Z0-9]))"),

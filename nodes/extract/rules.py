@@ -55,7 +55,7 @@ from engram.nodes.extract.zh import RULES as ZH_RULES
 from engram.nodes.tokens import message_content
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import MemoryCandidate
-from engram.stores.secrets import is_only_secret, redact
+from engram.stores.secrets import REDACTED, is_only_secret, redact
 
 RULE_CONFIDENCE = 0.7
 """Confidence given to rule-extracted memories (a fixed prior: rules guess more than a model)."""
@@ -253,9 +253,9 @@ def _lists_details(text: str) -> bool:
 
 
 def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
-    # A piece after the first that holds only a redacted secret ("my key is [REDACTED]") is
-    # not part of what the memory says.
-    pieces = [draft.pieces[0], *(p for p in draft.pieces[1:] if not is_only_secret(p.text))]
+    # A piece after the first that holds a redacted secret ("my key is [REDACTED]", "my passport
+    # number is [REDACTED] for the visa") is not part of what the memory says.
+    pieces = [draft.pieces[0], *(p for p in draft.pieces[1:] if REDACTED not in p.text)]
     content = _content(pieces, text)
     if content_problem(content) is not None or is_only_secret(content):
         return None
