@@ -103,6 +103,7 @@ RULES: tuple[Rule, ...] = (
                           r"|can't live without)\b"), kind="pref"),
     Rule("preference", rx(r"\bI(?:'m|\s+am)?\s+(?:(?:just|now|still|mostly|only|always)\s+)*(?:use|using"
                           r"|switched to|moved to|went with|chose|picked|indent with|format with|write in"
+                          r"|shoot (?:on|with)|record (?:on|with)|edit (?:in|on|with)|play on|draw (?:on|in|with)"
                           r"|code in|work in)\b"), kind="pref"),
     Rule("preference", rx(r"\bI\s+(?:always|never|usually|only|generally|normally|typically|tend to)\s+(?!\w+ed\b)\w+")),
     Rule("preference", rx(r"\bI\s+(?:want|like|need)\s+(?:this|it|things|everything|them|my \w+|all \w+)\s+(?:in|as|with"
@@ -129,7 +130,7 @@ RULES: tuple[Rule, ...] = (
                     r"|preparing|training|saving(?: up)?|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"
                     r"|say|tell|understand|bed|sleep|eat|grab|go home|talk|thank|try this|try that|hear|go to bed"
                     r"|lunch|dinner|read the docs)\b)")),
-    Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:hop(?:e|ing)|want(?:ing)?|would like|'d like"
+    Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}(?:'d|\s+would)?\s+(?:hop(?:e|ing)|want(?:ing)?|like"
                     r"|wish|dream(?:ing)? of|looking forward)\s+to\s+(?!(?:know|see|ask|check|say|tell|understand"
                     r"|bed|sleep|eat|grab|talk|thank|try|hear|describe|write it down|tidy)\b)"), strong=False),
     Rule("goal", rx(rf"{_I}(?:'ll|\s+will|'m going to|\s+am going to){_ADV}\s+(?:migrate|launch|release|ship"
@@ -162,6 +163,7 @@ RULES: tuple[Rule, ...] = (
                     rf"(?={_DIET}\b)"), kind="fact.diet"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:(?!not\b)[\w-]+\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
+                    rf"|\bI\s+(?:hurt|injured|broke|sprained|pulled|tore|twisted|dislocated|fractured)\s+my\s+(?:\w+\s+)?{_BODY}"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
                     rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
                     r"|\bI\s+(?:have|'ve got)\s+(?:type [12] )?(?:asthma|diabetes|adhd|dyslexia|migraines|arthritis|a heart"

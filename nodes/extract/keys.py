@@ -69,6 +69,9 @@ SUBJECTS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
         "iphone", "pixel", "galaxy", "samsung galaxy", "oneplus", "xiaomi", "redmi", "huawei", "honor",
         "oppo", "vivo", "nothing phone", "fairphone", "moto g", "motorola", "sony xperia", "blackberry",
         "小米", "红米", "华为", "荣耀", "苹果手机")),
+    "camera": ("fact", True, (
+        "canon", "nikon", "sony a7", "sony a7c", "sony a6400", "sony a1", "fujifilm", "fuji x100", "leica",
+        "panasonic lumix", "lumix", "olympus", "om system", "hasselblad", "ricoh gr", "pentax")),
     "code_style": ("preference", True, (
         "functional programming", "functional style", "object-oriented", "函数式编程", "函数式", "面向对象")),
 }
