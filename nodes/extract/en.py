@@ -164,6 +164,7 @@ RULES: tuple[Rule, ...] = (
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:(?!not\b)[\w-]+\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
                     rf"|\bI\s+(?:hurt|injured|broke|sprained|pulled|tore|twisted|dislocated|fractured)\s+my\s+(?:\w+\s+)?{_BODY}"
+                    rf"|\bmy\s+(?:left\s+|right\s+)?{_BODY}\s+(?:is|are|has been|have been|hurts?|aches?)\b"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
                     rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
                     r"|\bI\s+(?:have|'ve got)\s+(?:type [12] )?(?:asthma|diabetes|adhd|dyslexia|migraines|arthritis|a heart"
@@ -202,6 +203,8 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:studied|majored in|graduated (?:from|in))\b|\bI\s+(?:have|hold|got|did)\s+(?:an?\s+|my\s+)"
                     r"(?:PhD|doctorate|master'?s|bachelor'?s|MBA|degree|diploma)\b"
                     r"|\bI\s+(?:quit|left)\s+(?:my\s+(?:job|position|role)|(?-i:[A-Z]))"
+                    r"|\bI\s+(?:taught|used to (?:work|teach)|worked (?:as|at|for)|was an?\s+(?:\w+\s+)?(?:teacher|nurse"
+                    r"|engineer|doctor|developer|manager|designer|accountant|lawyer|chef|pilot|driver|officer))\b"
                     r"|\b(?:I|we)\s+(?:went|travel(?:l)?ed|flew|drove|moved)\s+(?:back\s+)?to\s+(?=(?-i:[A-Z]))")),
     Rule("fact", rx(r"\b(?:we(?:'re|\s+are)|I(?:'m|\s+am)|and\s+I\s+are)\s+expecting\b"), kind="other"),
     Rule("fact", rx(r"\b(?:my|our)\s+(?:rent|mortgage|salary|income|commute)\s+(?:is|was|takes)\b"), strong=False),
