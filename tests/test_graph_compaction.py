@@ -214,7 +214,7 @@ def test_a_failing_store_evicts_nothing_and_the_turn_still_answers() -> None:
 def test_episodes_keep_details_recallable_by_meaning() -> None:
     graph, store = _graph()
     texts = [
-        "My bike lock code is 7391.",
+        "My bike locker number is 7391.",
         "I like rain.",
         "Lunch was fine.",
         "Nothing new.",
@@ -222,12 +222,12 @@ def test_episodes_keep_details_recallable_by_meaning() -> None:
     ]
     _run_turns(graph, texts, Context(user_id="ep"))
     namespace = LongTermMemory.episode_namespace("ep")
-    hits = store.search(namespace, query="bike lock code", limit=1)
-    assert hits[0].value["content"].endswith("] user: My bike lock code is 7391.")
+    hits = store.search(namespace, query="bike locker number", limit=1)
+    assert hits[0].value["content"].endswith("] user: My bike locker number is 7391.")
     assert hits[0].value["role"] == "user" and hits[0].value["context"] == ""
     reply = store.search(namespace, query="reply 0: noted.", limit=1)[0].value
     assert reply["role"] == "assistant"
-    assert reply["context"] == "user: My bike lock code is 7391."  # the message it answered
+    assert reply["context"] == "user: My bike locker number is 7391."  # the message it answered
 
 
 def test_episodes_redact_secrets_and_share_one_item_per_repeated_text() -> None:
@@ -260,18 +260,18 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     store = InMemoryStore(index=INDEX)
     model = RecordingChatModel(messages=(f"reply {i}: noted." for i in itertools.count()))
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
-    texts = ["My bike lock code is 7391.", "I like rain.", "Lunch was fine.", "Nothing new.", "Ok."]
+    texts = ["My bike locker number is 7391.", "I like rain.", "Lunch was fine.", "Nothing new.", "Ok."]
     _run_turns(graph, texts, Context(user_id="ep2"))  # turn 5 evicts the first three exchanges
     ctx = Context(user_id="ep2", recall_episodes=1)
-    state, _, _ = _run_turns(graph, ["What is my bike lock code?"], ctx)
+    state, _, _ = _run_turns(graph, ["What is my bike locker number?"], ctx)
     system = model.calls[-1][0].content
     block = system[system.index("<user_memory>") : system.index("</user_memory>")]
     assert "## Earlier Conversations" in block
-    assert "] user: My bike lock code is 7391.\n" in block
+    assert "] user: My bike locker number is 7391.\n" in block
     assert len(state["built_context"]["episode_ids"]) == 1
 
     unrelated = Context(user_id="ep2", episode_min_similarity=0.99)
-    state, _, _ = _run_turns(graph, ["What is my bike lock code?"], unrelated)
+    state, _, _ = _run_turns(graph, ["What is my bike locker number?"], unrelated)
     assert state["built_context"]["episode_ids"] == []
 
 
