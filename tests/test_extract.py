@@ -174,7 +174,7 @@ def extract(*texts: str) -> list:
         ('上次没备份数据库就升级，结果数据恢复不了，以后一定先备份', 'lesson'),
         ('my right shoulder has been sore since the move', 'fact'),
         ('I worked as a paralegal for six years', 'fact'),
-        ('我们在杭州开了一家花店', 'project'),
+        ('我们在杭州开了一家咖啡馆', 'project'),
         ('我有鼻炎，春天最难受', 'fact'),
         ('我女儿明年考研', 'fact'),
         ('之前搬家没贴标签找东西找疯了，以后打包一定要贴标签', 'lesson'),
