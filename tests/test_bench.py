@@ -92,3 +92,22 @@ def test_concurrent_bench_reports_every_client_and_caller_kind_with_a_verdict() 
     assert all(r["calls"] == 60 and r["chroma_store_calls_per_s"] > 0 for r in rows)
     verdicts = stores_bench.targets({"concurrent": rows})
     assert len(verdicts) == 4 and all(v["target"].startswith("concurrent calls") for v in verdicts)
+
+
+def test_the_threaded_in_memory_reference_serves_one_call_at_a_time() -> None:
+    """langgraph's `InMemoryStore` is not thread-safe (a search can iterate a namespace while
+    another thread's put grows it), so the threaded reference lets one call in at a time."""
+    import threading
+
+    from engram.stores.bench.concurrent import LockedInMemoryStore
+
+    store = LockedInMemoryStore()
+    store.put(("n",), "first", {"v": 1})
+    with store._turn:  # another caller is inside the store
+        waiting = threading.Thread(target=store.put, args=(("n",), "second", {"v": 2}))
+        waiting.start()
+        waiting.join(0.3)
+        assert waiting.is_alive() and store._data[("n",)].keys() == {"first"}
+    waiting.join(5)
+    assert not waiting.is_alive()
+    assert [i.key for i in store.search(("n",))] == ["first", "second"]

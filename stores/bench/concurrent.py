@@ -8,7 +8,9 @@ contenders, measured in turns on the same load:
 - ``chroma_store``: `ChromaStore` as shipped (concurrent calls coalesced into few batches);
 - ``one_by_one``: the same store sending each call to Chroma on its own (its uncoalesced
   batch, on a worker thread for async callers): what `ChromaStore` did before coalescing;
-- ``in_memory``: langgraph's `InMemoryStore`, the reference.
+- ``in_memory``: langgraph's `InMemoryStore`, the reference; from threads behind one lock, since
+  it is not thread-safe (a search iterating a namespace while another thread's put adds to it
+  fails with "dictionary changed size during iteration").
 
 Each runs on an ephemeral (in-memory) and a persistent (a folder) Chroma client; rows give the
 calls per second and the ratios.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -45,6 +48,18 @@ class OneByOne(ChromaStore):
         return await asyncio.to_thread(self._run_batch, list(ops), True)
 
 
+class LockedInMemoryStore(InMemoryStore):
+    """`InMemoryStore` whose calls from several threads take turns (it is not thread-safe)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._turn = threading.Lock()
+
+    def batch(self, ops: Any) -> list[Result]:
+        with self._turn:
+            return super().batch(ops)
+
+
 def bench_concurrent(calls: int, repeats: int = 1) -> list[Row]:
     """Rows of calls per second, by client kind and caller kind, for `calls` calls each."""
     rounds = max(1, calls // CALLS_PER_ROUND)
@@ -57,7 +72,7 @@ def bench_concurrent(calls: int, repeats: int = 1) -> list[Row]:
                     order = ["chroma_store", "one_by_one", "in_memory"]
                     order = order[turn % 3 :] + order[: turn % 3]
                     for name in order:
-                        store = _store(name, client_kind, tmp)
+                        store = _store(name, client_kind, tmp, callers)
                         run = _async_load if callers == "async" else _threaded_load
                         seconds = run(store, rounds)
                         if isinstance(store, ChromaStore):
@@ -77,9 +92,9 @@ def bench_concurrent(calls: int, repeats: int = 1) -> list[Row]:
     return rows
 
 
-def _store(name: str, client_kind: str, tmp: str) -> BaseStore:
+def _store(name: str, client_kind: str, tmp: str, callers: str) -> BaseStore:
     if name == "in_memory":
-        return InMemoryStore()
+        return LockedInMemoryStore() if callers == "threads" else InMemoryStore()
     client = (
         chromadb.PersistentClient(path=f"{tmp}/{uuid.uuid4().hex}")
         if client_kind == "persistent"
