@@ -139,9 +139,6 @@ notes in the user's messages of a conversation and guessed a kind for each; you 
 by one.
 
 For each candidate, in the order given:
-- note: the candidate as one complete sentence about the user, in the candidate's
-  language, that makes sense without the conversation. Keep every name, number, version, path
-  and command exactly.
 - category: the kind in brackets, unless another kind clearly fits better:
   preference: how the user likes things done (tools, style, habits, rules);
   fact: a stable fact about the user, their job, team, family, home or setup;
@@ -150,13 +147,10 @@ For each candidate, in the order given:
   skill: a procedure that worked and can be reused;
   goal: something the user plans or wants to achieve.
 - keep: true for most candidates; false only when the candidate is small talk, a feeling of the
-  moment, a question, a one-off request, a quoted error or log line, or about someone else.
-
-Write about the user only. Never add anything the candidate does not say, never write down
-passwords, keys or other secrets."""
+  moment, a question, a one-off request, a quoted error or log line, or about someone else."""
 """System prompt of the review extractor (`engram.nodes.extract.review`): the offline rules
-propose, the model words, classifies and keeps or drops each candidate. It holds no example note
-a small model could copy as its answer."""
+propose, the model classifies and keeps or drops each candidate; the kept ones stay in the
+user's words. It holds no example answer a small model could copy."""
 
 REVIEW_USER_PROMPT = """## Candidate notes
 {candidates}

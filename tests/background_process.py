@@ -35,10 +35,11 @@ CONFIG = {"configurable": {"thread_id": "crash-thread"}}
 CONTEXT = Context(
     user_id="crash", consolidate_every_turns=2, message_threshold=1000, token_threshold=None
 )
-TEA = {"content": "The user drinks green tea every morning", "category": "preference",
+TEA = {"content": "I always drink green tea in the morning.", "category": "preference",
        "importance": 0.9}
-REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference", "note": TEA["content"]}]}
-"""The memory model's review of the one candidate the rules propose for the tea message."""
+REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference"}]}
+"""The memory model's review of the one candidate the rules propose for the tea message (kept
+in the user's words, `TEA["content"]`)."""
 
 
 def main(mode: str) -> None:

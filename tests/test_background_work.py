@@ -34,10 +34,11 @@ from engram.stores.memory.users import delete_user
 
 SCRIPT = Path(__file__).with_name("background_process.py")
 NO_COMPACTION = {"message_threshold": 1000, "token_threshold": None}
-TEA = {"content": "The user drinks green tea every morning", "category": "preference",
+TEA = {"content": "I always drink green tea in the morning.", "category": "preference",
        "importance": 0.9}
-REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference", "note": TEA["content"]}]}
-"""The memory model's review of the one candidate the rules propose for the tea message."""
+REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference"}]}
+"""The memory model's review of the one candidate the rules propose for the tea message (kept
+in the user's words, `TEA["content"]`)."""
 
 
 @pytest.fixture
