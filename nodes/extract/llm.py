@@ -137,7 +137,7 @@ def make_extractor(memory_model: BaseChatModel | None) -> Extractor:
     """The review extractor on `memory_model`, or the offline rule extractor when it is None.
 
     Rules proposing and the model reviewing beat the model writing memories itself on 0.5-1.5B
-    models (README, "The memory-model benchmark")."""
+    models (README, "The memory model: offline vs the local model")."""
     if memory_model is None:
         return RuleExtractor()
     return ReviewExtractor(memory_model)
