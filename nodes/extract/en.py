@@ -176,7 +176,7 @@ RULES: tuple[Rule, ...] = (
                     r"\s+(?-i:[A-Z])"
                     rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:is|are|was|has|have"
                     r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
-                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved|does|did)\b"
+                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved)\b"
                     rf"|\b(?:my|our)\s+{_PEOPLE},?\s+(?-i:[A-Z][a-z]+),?\s+\w+s\b"
                     r"|\bI(?:'m|\s+am)\s+(?:married|engaged|divorced|widowed|a (?:single )?(?:mom|mum|dad|parent"
                     r"|father|mother))\b"), kind="other"),
@@ -203,7 +203,7 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:studied|majored in|graduated (?:from|in))\b|\bI\s+(?:have|hold|got|did)\s+(?:an?\s+|my\s+)"
                     r"(?:PhD|doctorate|master'?s|bachelor'?s|MBA|degree|diploma)\b"
                     r"|\bI\s+(?:quit|left)\s+(?:my\s+(?:job|position|role)|(?-i:[A-Z]))"
-                    r"|\bI\s+(?:taught|used to (?:work|teach)|worked (?:as|at|for)|was an?\s+(?:\w+\s+)?(?:teacher|nurse"
+                    r"|\bI\s+(?:taught(?!\s+(?:him|her|them|me|you|myself|us|it)\b)|used to (?:work|teach)|worked (?:as|at|for)|was an?\s+(?:\w+\s+)?(?:teacher|nurse"
                     r"|engineer|doctor|developer|manager|designer|accountant|lawyer|chef|pilot|driver|officer))\b"
                     r"|\b(?:I|we)\s+(?:went|travel(?:l)?ed|flew|drove|moved)\s+(?:back\s+)?to\s+(?=(?-i:[A-Z]))")),
     Rule("fact", rx(r"\b(?:we(?:'re|\s+are)|I(?:'m|\s+am)|and\s+I\s+are)\s+expecting\b"), kind="other"),
