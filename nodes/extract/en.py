@@ -170,9 +170,9 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:have|'ve got)\s+(?:type [12] )?(?:asthma|diabetes|adhd|dyslexia|migraines|arthritis|a heart"
                     r" condition|high blood pressure|celiac|insomnia|tinnitus|anxiety|depression|ibs|eczema)"
                     r"|(?:^|\bI\s+)(?:was\s+|got\s+|have been\s+|'ve been\s+)?diagnosed with\b")),
-    Rule("fact", rx(rf"\b(?:I|we)\s+(?:have|'ve got|have got|adopted|got)\s+(?:a|an|one|two|three|four|five|\d+)\s+"
+    Rule("fact", rx(rf"{_I}\s+(?:have|'ve got|have got|adopted|got)\s+(?:a|an|one|two|three|four|five|\d+)\s+"
                     rf"(?:\w+\s+)?{_PEOPLE}\b"
-                    r"|\b(?:I|we)\s+(?:have|'ve got|adopted|got)\s+(?:a|an)\s+(?:[\w-]+\s+){1,3}(?:named|called)"
+                    rf"|{_I}\s+(?:have|'ve got|adopted|got)\s+(?:a|an)\s+(?:[\w-]+\s+){{1,3}}(?:named|called)"
                     r"\s+(?-i:[A-Z])"
                     rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:is|are|was|has|have"
                     r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
@@ -205,7 +205,7 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:quit|left)\s+(?:my\s+(?:job|position|role)|(?-i:[A-Z]))"
                     r"|\bI\s+(?:taught(?!\s+(?:him|her|them|me|you|myself|us|it)\b)|used to (?:work|teach)|worked (?:as|at|for)|was an?\s+(?:\w+\s+)?(?:teacher|nurse"
                     r"|engineer|doctor|developer|manager|designer|accountant|lawyer|chef|pilot|driver|officer))\b"
-                    r"|\b(?:I|we)\s+(?:went|travel(?:l)?ed|flew|drove|moved)\s+(?:back\s+)?to\s+(?=(?-i:[A-Z]))")),
+                    rf"|{_I}\s+(?:went|travel(?:l)?ed|flew|drove|moved)\s+(?:back\s+)?to\s+(?=(?-i:[A-Z]))")),
     Rule("fact", rx(r"\b(?:we(?:'re|\s+are)|I(?:'m|\s+am)|and\s+I\s+are)\s+expecting\b"), kind="other"),
     Rule("fact", rx(r"\b(?:my|our)\s+(?:rent|mortgage|salary|income|commute)\s+(?:is|was|takes)\b"), strong=False),
     Rule("fact", rx(r"\b(?:I've|I have|I)\s+(?:already\s+)?(?:read|finished|completed|passed|visited)\s+(?=(?-i:[A-Z]))"
