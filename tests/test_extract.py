@@ -189,6 +189,18 @@ def extract(*texts: str) -> list:
         ('我开的是一辆二手卡罗拉', 'fact'),
         ('我一般周六早上去游泳', 'preference'),
         ('我们的花店早上9点开门', 'project'),
+        # life changes
+        ('We moved from Berlin last year', 'fact'),
+        ('I switched from VS Code to Neovim', 'preference'),
+        ('I quit smoking last year', 'fact'),
+        ('I got laid off in June', 'fact'),
+        ('I retired last spring', 'fact'),
+        ('My daughter just started college in Boston', 'fact'),
+        ('我戒烟了', 'fact'),
+        ('烟戒掉了，省了不少钱', 'fact'),
+        ('我已经不吃肉了', 'fact'),
+        ('我退休了', 'fact'),
+        ('我把房子卖了，现在租房住', 'fact'),
     ],
 )
 def test_statements_get_their_category_verbatim(text, category):
@@ -276,6 +288,9 @@ def test_statements_get_their_category_verbatim(text, category):
         '这个方案行不行',
         '先这样吧 明天再看',
         '构建又卡在 npm install 了',
+        'My mom is calling me, brb',
+        'my kids are asleep finally',
+        '我卖了',
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):
@@ -416,6 +431,17 @@ def test_remember_prefix_is_stripped():
         ("2 spaces from now on", "preference.indentation", "2 spaces"),
         ("缩进统一用 4 个空格", "preference.indentation", "4 个空格"),
         ("I use bun for everything now", "preference.package_manager", "bun"),
+        # changes: the new value is the key's
+        ("I switched from VS Code to Neovim last month.", "preference.editor", "Neovim"),
+        ("I moved from Berlin to Lisbon in March.", "fact.location", "Lisbon"),
+        ("I used to live in Paris but now I'm in Madrid.", "fact.location", "Madrid"),
+        ("I quit my job at Google and joined Stripe.", "fact.employer", "Stripe"),
+        ("I got a new job as a nurse at St Mary's hospital.", "fact.employer", "St Mary's hospital"),
+        ("I'm not vegetarian anymore.", "fact.diet", "not vegetarian anymore"),
+        ("I became vegan in January.", "fact.diet", "vegan"),
+        ("I changed my name to Sam Lee after the wedding.", "fact.name", "Sam Lee"),
+        ("我换工作了，现在在字节跳动。", "fact.employer", "字节跳动"),
+        ("我换了一辆特斯拉", "fact.car", "特斯拉"),
     ],
 )
 def test_single_valued_statements_get_a_key(text, key, value):
@@ -430,12 +456,20 @@ def test_single_valued_statements_get_a_key(text, key, value):
         ("I'm learning Japanese", None, None),  # not the language of the answers
         ("I speak German at home", None, None),
         ("I moved to Slack for team chat.", None, None),  # an unknown tool: not where they live
+        ("We moved from Berlin last year.", None, None),  # where they lived, not where they live
+        ("I sold my Honda and bought a Tesla Model 3.", None, None),  # a car? a guitar brand?
         ("answer me in Japanese from now on", "preference.response_language", "Japanese"),
     ],
 )
 def test_a_known_value_sets_only_the_attribute_the_statement_is_about(text, key, value):
     [c] = extract(text)
     assert (c.key, (c.structured_data or {}).get("value") if key else None) == (key, value)
+
+
+def test_a_bike_or_scooter_bought_is_not_the_car():
+    keys = [c.key for t in ("我新买了一辆自行车", "我换了一辆电动车") for c in extract(t)]
+    assert "fact.car" not in keys
+    assert [c.key for c in extract("我换了一辆特斯拉")] == ["fact.car"]
 
 
 def test_the_key_comes_from_the_clause_that_states_the_choice():
@@ -485,6 +519,10 @@ def test_additive_negative_or_multi_valued_statements_get_no_key(text):
         ("I work as a line cook.", "I got promoted to sous chef."),
         ("我在字节跳动工作", "我上个月跳槽到腾讯了"),
         ("我开的是一辆 2015 年的思域", "我现在开的是特斯拉 Model 3"),
+        ("I work at Initech.", "I left Initech and joined Hooli as a PM."),
+        ("I'm vegan.", "I'm no longer vegan, I eat fish again."),
+        ("我在美团上班", "工作换了，现在在京东"),
+        ("我开的是一辆卡罗拉", "卡罗拉卖了，换了一辆比亚迪汉"),
     ],
 )
 def test_a_changed_preference_supersedes_through_the_write_policy(old, new):

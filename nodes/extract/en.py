@@ -53,6 +53,8 @@ _CONDITION = (
     r"|colou?r-?blind|deaf|blind|pregnant|lactose intolerant|asthmatic|epileptic|gluten-free|sober"
     r"|teetotal|halal|kosher)"
 )
+_NAME = r"(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*)*"
+"""A capitalised name of one or more words ("Lisbon", "St Mary's")."""
 _DIET = r"(?:vegetarian|vegan|pescatarian|flexitarian|keto|paleo|carnivore|raw vegan)"
 _BODY = r"(?:knees?|back|hips?|ankles?|shoulders?|wrists?|neck|eyes?|ears?|heart|lungs?|feet|foot|legs?)"
 _THING = (
@@ -86,17 +88,25 @@ RULES: tuple[Rule, ...] = (
     Rule("lesson", rx(r"\b(?:needs?|has to|have to|must|should)\b.*\b(?:otherwise|or else)\b"), strong=False),
     # where the user moved: before the preferences' "moved to" (a tool); passed over when the
     # place is a known tool ("I moved to Postgres")
-    Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:moved|relocated)\s+(?:back\s+)?to"
+    Rule("fact", rx(rf"\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:moved|relocated)\s+(?:back\s+)?"
+                    rf"(?:from\s+{_NAME}\s+)?to"
                     r"\s+(?=(?-i:[A-Z])[\w.-]*(?:\s+(?-i:[A-Z])[\w.-]*)*(?:\s*(?:[,;!]|\.(?:\s|$)|$)|\s+(?:in|last|this|a|an"
                     r"|two|three|few|several|back|with|from|when|after|before|since|to|for (?:work|a job|my job|school"
                     r"|uni|university|college|love|good))\b))"), kind="fact.location"),
+    Rule("fact", rx(r"\bI\s+used\s+to\s+live\s+in\s+[^,;.!?]+?(?:[,;]\s*|\s+)(?:but\s+|and\s+)?(?:now\s+)?"
+                    r"(?:I(?:'m|\s+am)\s+(?:now\s+)?(?:in|based in|living in)|I\s+(?:now\s+)?live\s+in|now\s+in)\s+"
+                    r"(?=(?-i:[A-Z]))"), kind="fact.location"),
+    # where the user moved from, the new place unsaid (no key: the old place is not the current one)
+    Rule("fact", rx(rf"{_I}\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+(?:here\s+|over\s+|away\s+)?"
+                    rf"from\s+{_NAME}(?:\s*(?:[,;!]|\.(?:\s|$)|$)|\s+(?:in|last|this|a|an|two|three|few|several"
+                    r"|years?|when|after|before|since|because)\b)")),
     # preferences
     Rule("preference", rx(r"\bmy (?:favou?rite|preferred|go-to|default) ([\w .+#-]{1,30}?) (?:is|are)\b"),
          kind="fav"),
     Rule("preference", rx(rf"{_I}{_ADV}\s+(?:hate|dislike|loathe|can't stand|cannot stand|don't like|do not like"
                           r"|don't use|do not use|never use|avoid|am not a fan of|'m not a fan of|no longer use"
                           r"|stopped using|dropped|ditched|gave up on|(?:am|'m) done with|(?:am|'m) not touching"
-                          r"|(?:switched|moved|migrated|went) (?:away )?from"
+                          r"|(?:switched|moved|migrated|went) (?:away )?from(?![^,.;!?]*\bto\b)"
                           r"|won't touch|refuse to)\b"), kind="neg"),
     Rule("preference", rx(rf"(?<!\bhow )(?<!\bwhat ){_I}{_ADV}\s+(?:prefer|like|love|enjoy|favou?r|always use|usually use|tend to use"
                           r"|stick (?:with|to)|rely on|swear by|lean|am a (?:big )?fan of|'m a (?:big )?fan of"
@@ -113,6 +123,9 @@ RULES: tuple[Rule, ...] = (
                           r"|^no\s+(?!problem|worries|idea|way|clue|need|rush|thanks|luck|one|longer|it|it's|that|this|i|we"
                           r"|you|not|more)\w+")),
     Rule("preference", rx(r"^(?:switched|moved|migrated|changed|converted|went back)\b.*\bto\b"), kind="pref"),
+    Rule("preference", rx(rf"{_I}{_ADV}\s+(?:switched|moved|migrated|changed|converted|went)\s+(?:back\s+)?"
+                          r"(?:(?:everything|all|it|us|over)\s+)*from\s+[^,.;!?]{1,40}?\s+(?:over\s+|back\s+)?to\b"),
+         kind="pref"),
     Rule("preference", rx(r"\b(?:only|always|everywhere|exclusively|or nothing|all the way)\s*(?:[,.;!]|$)"
                           r"|\b(?:from now on|going forward|these days|from here on|instead of|rather than)\b"
                           r"|\b(?:old|bad|force of) habits?\b|\bby habit\b")),
@@ -149,17 +162,31 @@ RULES: tuple[Rule, ...] = (
                      r"\b.*\bthen\b|^first\b.*\bthen\b")),
     # facts about the user
     Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+(?:at|for)\s+"
-                    r"|\bI\s+(?:just\s+)?(?:started|joined)\s+(?:at\s+)?(?=(?-i:[A-Z]))"), kind="fact.employer"),
+                    r"|\bI\s+(?:just\s+)?(?:started|joined)\s+(?:at\s+)?(?=(?-i:[A-Z]))"
+                    r"|\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:quit|left)\s+[^.;!?]{1,40}?\s+(?:and|to)\s+(?:then\s+|just\s+)?"
+                    r"(?:joined|started at|went to|moved to)\s+(?=(?-i:[A-Z]))"
+                    r"|\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:got|landed|accepted|took|started)\s+an?\s+(?:new\s+)?"
+                    r"(?:job|position|role)\s+(?:as\s+(?:an?\s+)?[\w -]{1,30}?\s+)?(?:at|with)\s+(?=(?-i:[A-Z]))"),
+         kind="fact.employer"),
+    Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:quit|left)\s+my\s+(?:job|position|role)\b"
+                    r"|\bI\s+(?:just\s+)?(?:got|was|have been|'ve been)\s+(?:laid off|fired|let go|made redundant)\b"
+                    r"|\bI\s+(?:just\s+|finally\s+)?retired\b"
+                    r"|\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:quit|stopped|gave up|kicked)\s+"
+                    r"(?:smoking|drinking|alcohol|caffeine|coffee|sugar|meat|dairy|vaping|cigarettes|booze|gluten|soda)\b"
+                    r"|\bI\s+(?:just\s+)?sold\s+my\s+[^.;!?]{1,30}?\s+and\s+(?:bought|got)\s+an?\s+")),
     Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+as\s+(?:an?\s+)?"
                     r"|\bI\s+(?:just\s+)?(?:got|was|have been|'ve been)\s+promoted\s+to\s+(?:an?\s+)?"),
          kind="fact.job_title"),
     Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?=\d{1,2}(?:\s+(?:years?\s+old|yo))?\s*(?:[,;!]|\.(?:\s|$)|$|and\b|now\b))"),
          kind="fact.age"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:an?\s+)(?=(?:[\w-]+\s+){{0,3}}{_JOB}\b)"), kind="fact.job_title"),
-    Rule("fact", rx(r"\bmy name is\s+|\bcall me\s+(?=(?-i:[A-Z]))"), kind="fact.name"),
+    Rule("fact", rx(r"\bmy name is\s+|\bcall me\s+(?=(?-i:[A-Z]))|\bI\s+(?:legally\s+)?changed\s+my\s+name\s+to\s+"),
+         kind="fact.name"),
     Rule("fact", rx(r"\bI\s+(?:live|am living|'m living)\s+in\s+|\bI(?:'m|\s+am)\s+(?:based|located)\s+in\s+"),
          kind="fact.location"),
     Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:(?:now|still|strictly|fully|mostly|a)\s+)?"
+                    rf"(?={_DIET}\b)|\bI(?:'m|\s+am)\s+(?=no longer\s+(?:a\s+)?{_DIET}\b|not\s+(?:a\s+)?{_DIET}\s+any\s?more\b)"
+                    r"|\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:became|went|turned|have been|'ve been)\s+(?:a\s+)?"
                     rf"(?={_DIET}\b)"), kind="fact.diet"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:(?!not\b)[\w-]+\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
@@ -174,7 +201,9 @@ RULES: tuple[Rule, ...] = (
                     rf"(?:\w+\s+)?{_PEOPLE}\b"
                     rf"|{_I}\s+(?:have|'ve got|adopted|got)\s+(?:a|an)\s+(?:[\w-]+\s+){{1,3}}(?:named|called)"
                     r"\s+(?-i:[A-Z])"
-                    rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:is|are|was|has|have"
+                    rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:just\s+|recently\s+"
+                    r"|finally\s+|already\s+)?(?:(?:is|are|was)(?!\s+(?:calling|here|home|back|waiting|asleep|sleeping"
+                    r"|yelling|shouting|out|busy|talking|texting|downstairs|upstairs|on the phone|at the door)\b)|has|have"
                     r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
                     r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved)\b"
                     rf"|\b(?:my|our)\s+{_PEOPLE},?\s+(?-i:[A-Z][a-z]+),?\s+\w+s\b"
