@@ -291,6 +291,7 @@ def test_statements_get_their_category_verbatim(text, category):
         'My mom is calling me, brb',
         'my kids are asleep finally',
         '我卖了',
+        '我在家做饭',
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):
@@ -442,6 +443,13 @@ def test_remember_prefix_is_stripped():
         ("I changed my name to Sam Lee after the wedding.", "fact.name", "Sam Lee"),
         ("我换工作了，现在在字节跳动。", "fact.employer", "字节跳动"),
         ("我换了一辆特斯拉", "fact.car", "特斯拉"),
+        ("We relocated from Leeds to York in 2019.", "fact.location", "York"),
+        ("I got a new job as a React developer at Vercel.", "fact.employer", "Vercel"),  # a company
+        ("I keep all my recipes in Notion", "preference.notes_app", "Notion"),
+        ("I don't use React anymore, Vue is fine", "preference.frontend_framework", "Vue"),
+        ("I no longer use Windows, I'm on macOS now", "preference.os", "macOS"),
+        ("我不用 yarn 了，现在都用 pnpm", "preference.package_manager", "pnpm"),
+        ("我在一家物流公司做会计", "fact.employer", "一家物流公司做会计"),
     ],
 )
 def test_single_valued_statements_get_a_key(text, key, value):
@@ -457,6 +465,7 @@ def test_single_valued_statements_get_a_key(text, key, value):
         ("I speak German at home", None, None),
         ("I moved to Slack for team chat.", None, None),  # an unknown tool: not where they live
         ("We moved from Berlin last year.", None, None),  # where they lived, not where they live
+        ("We moved from Jenkins to GitHub Actions.", "project.ci", "GitHub Actions"),  # not a place
         ("I sold my Honda and bought a Tesla Model 3.", None, None),  # a car? a guitar brand?
         ("answer me in Japanese from now on", "preference.response_language", "Japanese"),
     ],
@@ -495,7 +504,7 @@ def test_pasted_code_errors_and_card_data_make_no_memory(text):
 @pytest.mark.parametrize(
     "text",
     ["I also like Go.", "I hate Angular.", "I like Python.", "Our app uses Next.js 14 and Tailwind.", "I like pizza.",
-     "I like Vue and Svelte."],
+     "I like Vue and Svelte.", "I hate Angular, React is ok I guess"],
 )
 def test_additive_negative_or_multi_valued_statements_get_no_key(text):
     [c] = extract(text)
@@ -523,6 +532,7 @@ def test_additive_negative_or_multi_valued_statements_get_no_key(text):
         ("I'm vegan.", "I'm no longer vegan, I eat fish again."),
         ("我在美团上班", "工作换了，现在在京东"),
         ("我开的是一辆卡罗拉", "卡罗拉卖了，换了一辆比亚迪汉"),
+        ("I keep my notes in Evernote.", "I ditched Evernote, everything is in Obsidian now."),
     ],
 )
 def test_a_changed_preference_supersedes_through_the_write_policy(old, new):

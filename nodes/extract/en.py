@@ -86,9 +86,10 @@ RULES: tuple[Rule, ...] = (
     Rule("lesson", rx(r"\b(?:helped|fixed it|solved it|fixed the issue|made (?:it|the) difference)\b"),
          strong=False),
     Rule("lesson", rx(r"\b(?:needs?|has to|have to|must|should)\b.*\b(?:otherwise|or else)\b"), strong=False),
-    # where the user moved: before the preferences' "moved to" (a tool); passed over when the
-    # place is a known tool ("I moved to Postgres")
-    Rule("fact", rx(rf"\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:moved|relocated)\s+(?:back\s+)?"
+    # where the user moved ("we" from one place to another): before the preferences' "moved to"
+    # (a tool); passed over when either place is a known tool ("I moved to Postgres")
+    Rule("fact", rx(rf"(?:\bI|{_I}(?=\s+(?:\w+\s+)?(?:relocated|moved\s+from)\b))\s+"
+                    r"(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:moved|relocated)\s+(?:back\s+)?"
                     rf"(?:from\s+{_NAME}\s+)?to"
                     r"\s+(?=(?-i:[A-Z])[\w.-]*(?:\s+(?-i:[A-Z])[\w.-]*)*(?:\s*(?:[,;!]|\.(?:\s|$)|$)|\s+(?:in|last|this|a|an"
                     r"|two|three|few|several|back|with|from|when|after|before|since|to|for (?:work|a job|my job|school"
@@ -112,6 +113,7 @@ RULES: tuple[Rule, ...] = (
                           r"|stick (?:with|to)|rely on|swear by|lean|am a (?:big )?fan of|'m a (?:big )?fan of"
                           r"|can't live without)\b"), kind="pref"),
     Rule("preference", rx(r"\bI(?:'m|\s+am)?\s+(?:(?:just|now|still|mostly|only|always)\s+)*(?:use|using"
+                          r"|keep (?:my|all my|our|all our) [\w ]{1,20}? in"
                           r"|switched to|moved to|went with|chose|picked|indent with|format with|write in"
                           r"|shoot (?:on|with)|record (?:on|with)|edit (?:in|on|with)|play on|draw (?:on|in|with)"
                           r"|code in|work in)\b"), kind="pref"),

@@ -72,6 +72,12 @@ SUBJECTS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
     "camera": ("fact", True, (
         "canon", "nikon", "sony a7", "sony a7c", "sony a6400", "sony a1", "fujifilm", "fuji x100", "leica",
         "panasonic lumix", "lumix", "olympus", "om system", "hasselblad", "ricoh gr", "pentax")),
+    "notes_app": ("preference", True, (
+        "evernote", "obsidian", "=Notion", "onenote", "apple notes", "=Bear", "logseq", "roam research", "joplin",
+        "google keep", "simplenote", "notability", "goodnotes", "印象笔记", "有道云笔记", "语雀", "飞书文档")),
+    "ci": ("project", True, (
+        "jenkins", "github actions", "gitlab ci", "circleci", "travis ci", "buildkite", "drone ci", "teamcity",
+        "azure pipelines", "bitbucket pipelines")),
     "code_style": ("preference", True, (
         "functional programming", "functional style", "object-oriented", "函数式编程", "函数式", "面向对象")),
 }
@@ -165,6 +171,9 @@ def key_for(rule: Rule, match: re.Match[str], text: str) -> tuple[str | None, di
     compared = changed or bool(_CONTRAST.search(clause))
     distinct = {v.casefold() for _, v in values}
     said = clause if rule.kind != "pref" else clause[: match.end() - _clause_start(text, match)] + scope
+    if rule.kind == "neg" and changed and single:  # "I ditched X, everything is in Y now"
+        replacement = _replacement(text, match, subject, distinct)
+        return (f"{prefix}.{subject}", {"subject": subject, "value": replacement}) if replacement else (None, data)
     if rule.kind == "neg" or not single:
         return None, data
     if (_ADDITIVE.search(said) and not changed) or (len(distinct) > 1 and not compared):
@@ -245,6 +254,16 @@ def _chosen(scope: str, values: list[tuple[int, str]]) -> str:
         if after:
             return after[0]
     return values[0][1]
+
+
+def _replacement(text: str, match: re.Match[str], subject: str, dropped: set[str]) -> str | None:
+    """The value a dislike's statement turns to: a later value of the same subject, outside the
+    clause that drops the others ("I ditched Evernote|, everything is in Obsidian now")."""
+    end = _CLAUSE_END.search(text, match.end())
+    if end is None:
+        return None
+    later = [v for s, _, v in terms(text[end.end():]) if s == subject and v.casefold() not in dropped]
+    return later[0] if later else None
 
 
 def _favourite(match: re.Match[str], text: str) -> tuple[str | None, dict[str, str] | None]:

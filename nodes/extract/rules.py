@@ -191,9 +191,11 @@ def _judge(text: str) -> _Hit | None:
 
 
 def _names_a_tool(rule: Rule, match: re.Match[str], text: str) -> bool:
-    """Whether an attribute of the user (where they live, work, ...) is set to a known tool:
-    "I moved to Postgres" is a preference, not an address."""
-    return rule.kind.startswith("fact.") and bool(terms(value_after(text, match.end())))
+    """Whether where the user moved is a known tool: "I moved to Postgres" (or "from MySQL to
+    ...") is a preference, not an address."""
+    if rule.kind != "fact.location":  # a company may share a tool's name ("I work at Vercel")
+        return False
+    return bool(terms(f"{match.group(0)} {value_after(text, match.end())}"))
 
 
 def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
@@ -263,6 +265,12 @@ def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
     if not draft.rule.strong and not (has_detail(said) or terms(said)):
         return None
     key, data = key_for(draft.rule, draft.match, draft.head)
+    if key is None and draft.rule.kind == "neg" and len(pieces) > 1:
+        # a dislike whose later pieces name what replaced it ("I no longer use X, I'm on Y now")
+        match = draft.rule.pattern.search(content)
+        whole = key_for(draft.rule, match, content) if match else (None, None)
+        if whole[0] is not None:
+            key, data = whole
     if data is None:
         key, data = key_in(content)
     return MemoryCandidate(
