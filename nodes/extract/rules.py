@@ -161,9 +161,12 @@ class _Hit:
     """The statement's object only points back ("I really like it"): it confirms what came before."""
 
 
-def _judge(text: str) -> _Hit | None:
-    """The rule a piece matches after the filters, or None."""
+def _judge(text: str, implied_subject: bool = False) -> _Hit | None:
+    """The rule a piece matches after the filters, or None; a piece whose subject is implied
+    ("..., work at Dell") is read with it ("I work at Dell")."""
     head = strip_lead(text)
+    if implied_subject:
+        head = f"我{head}" if has_cjk(head) else f"I {head}"
     if len(head) < 3 or is_hypothetical(head):
         return None
     found = first_match(
@@ -208,7 +211,7 @@ def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
                 current = None
             lead = None
             continue
-        hit = _judge(piece.text)
+        hit = _judge(piece.text, piece.implied_subject)
         if current is None and lead is not None:
             # a rule may need the whole sentence ("to deploy, we run ...")
             joined = _judge(text[lead.start:piece.end])

@@ -45,6 +45,15 @@ _SHIFT = re.compile(
     r"|^(?:另外|还有|对了|顺便|而且我|再就是)",
     re.IGNORECASE,
 )
+_IMPLIED_SUBJECT = re.compile(
+    r"^(?:(?:currently|now|also|still)\s+)?(?:work(?:ing)?\s+(?:at|for|as)|live\s+in|living\s+in|based\s+in"
+    r"|drive\s+an?)\s"
+    r"|^(?:现在|目前|也|还)?(?:住在|在[^，。,\s]{1,20}?(?:工作|上班|任职|实习)(?:[，,、。；;\s]|$)"
+    r"|在[^，。,\s]{0,12}?(?:公司|银行|医院|学校|大学|工厂|集团|单位)(?:做|当))",
+    re.IGNORECASE,
+)
+"""A clause that goes on about the user without repeating the subject ("I live in Austin, |work at
+Dell"; "我住在杭州，|在阿里上班"): it opens a statement of its own, read with the subject."""
 _CONTINUATION = re.compile(
     r"^(?:learned that|that's why|that's because|which is why|this is why)\b"
     r"|^(?:like|e\.g\.?|i\.e\.?|such as|for example|for instance|so|because|since|which"
@@ -95,6 +104,8 @@ class Piece:
     """Starts like an elaboration ("like ...", "because ...", "比如..."): it belongs to the memory before."""
     sentence_start: bool
     """First piece of its sentence."""
+    implied_subject: bool = False
+    """Goes on about the user without a subject (`_IMPLIED_SUBJECT`): read as "I ..." / "我..."."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +183,9 @@ def _pieces(text: str, start: int, end: int) -> list[Piece | None]:
                     group = []
                 continue
             head = strip_lead(text[a:b])
-            if group and (_OPENER.match(head) or _SHIFT.match(text[a:b].strip())):
+            if group and (
+                _OPENER.match(head) or _SHIFT.match(text[a:b].strip()) or _IMPLIED_SUBJECT.match(head)
+            ):
                 pieces.append(_piece(text, group, first))
                 first = False
                 group = []
@@ -186,7 +199,8 @@ def _piece(text: str, group: list[tuple[int, int]], sentence_start: bool) -> Pie
     start, end = group[0][0], group[-1][1]
     body = text[start:end].strip().rstrip(",，、;；").strip()
     head = text[group[0][0]:group[0][1]].strip()
-    first_person = bool(_OPENER.match(strip_lead(head)))
+    implied = not sentence_start and bool(_IMPLIED_SUBJECT.match(strip_lead(head)))
+    first_person = implied or bool(_OPENER.match(strip_lead(head)))
     return Piece(
         text=body,
         start=start,
@@ -195,6 +209,7 @@ def _piece(text: str, group: list[tuple[int, int]], sentence_start: bool) -> Pie
         first_person=first_person,
         continues=bool(_CONTINUATION.match(head)),
         sentence_start=sentence_start,
+        implied_subject=implied,
     )
 
 
