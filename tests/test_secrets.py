@@ -29,6 +29,10 @@ from engram.stores.secrets import REDACTED, redact
         ("验证码 604218 别发给别人", "604218", "password"),
         ("the garage code is 2580", "2580", "password"),
         ("gate combination 7719", "7719", "password"),
+        ("the med room door code is 4471# and i keep forgetting it", "4471", "password"),
+        ("keypad code is *0042", "0042", "password"),
+        ("the pin for the side door is 3390", "3390", "password"),
+        ("门禁码 6622# 记一下", "6622", "password"),
         # identity documents
         ("my SSN is 219-09-9999", "219-09-9999", "national_id"),
         ("social security number: 078-05-1120", "078-05-1120", "national_id"),

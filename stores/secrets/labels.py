@@ -31,6 +31,8 @@ _QUOTED = _QUOTE_OPEN + r"(?P<quoted>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
 """A quoted value: taken whole, whatever it says ('the password is "correct"')."""
 
 _DIGITS = r"\d{3,8}"
+_KEYPAD = r"[#*]?\d{3,8}[#*]?"
+"""Digits as typed on a keypad, which may start or end with `#` or `*` ("4471#")."""
 _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
 """Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere."""
 _ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
@@ -81,7 +83,7 @@ _LABELS: tuple[_Label, ...] = (
            space=r"\s*"),
     _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|(?:door|alarm|gate|garage|lock|locker|safe"
            r"|keypad|entry|building|lockbox|key\s+box)\s+(?:code|combination)))",
-           ("pin", "passcode", "code", "combination"), _DIGITS, strict=True),
+           ("pin", "passcode", "code", "combination"), _KEYPAD, strict=True),
     _Label("national_id",
            r"(?i:\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?|national\s+insurance(?:\s+(?:number|no\.?))?"
            r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
@@ -91,7 +93,7 @@ _LABELS: tuple[_Label, ...] = (
            ("ssn", "social", "insurance", "ni", "passport", "id", "tax", "licen"), _ID_NUMBER, strict=True),
     _Label("national_id", r"身份证(?:号码?)?|护照(?:号码?)|社保(?:卡)?号码?|驾(?:驶)?照号码?|驾驶证号码?",
            ("身份证", "护照", "社保", "驾"), _ID_NUMBER, strict=True, space=r"\s*"),
-    _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _DIGITS, strict=True, space=r"\s*"),
+    _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _KEYPAD, strict=True, space=r"\s*"),
     _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))",
            ("pass", "pw"), _PASSWORD_LIKE),
     _Label("password", _ZH_PASSWORD, ("密码", "口令"), _PASSWORD_LIKE, space=r"\s*"),
@@ -132,7 +134,7 @@ def label_patterns() -> tuple[Rule, ...]:
     """Every labelled rule, in the order they are applied (quoted values first)."""
     out = []
     for label in _LABELS:
-        words = rf"(?:{label.words})(?:\s+(?:for|of|to)\s+[\w.\-@]+)?"
+        words = rf"(?:{label.words})(?:\s+(?:for|of|to)(?:\s+[\w.\-@]+){{1,3}}?)?"
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
         patterns = [] if label.strict else [words + _IS + _QUOTED]
         patterns += [words + _IS + (strict if label.strict else _VALUE), words + label.space + strict]
