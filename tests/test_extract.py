@@ -201,6 +201,25 @@ def extract(*texts: str) -> list:
         ('我已经不吃肉了', 'fact'),
         ('我退休了', 'fact'),
         ('我把房子卖了，现在租房住', 'fact'),
+        # typed casually: lower case, no apostrophes, chat spellings
+        ('im vegetarian btw', 'fact'),
+        ('i speak portuguese at home', 'fact'),
+        ('strained my calf on a run, out for two weeks', 'fact'),
+        ('never eating gas station sushi again', 'lesson'),
+        ('new goal is a sub-20 5k', 'goal'),
+        ('i gave up the weekend bar job', 'fact'),
+        ('i do 20 pushups a day', 'preference'),
+        ('我是一名护士', 'fact'),
+        ('我做会计的', 'fact'),
+        ('以前在工厂干过两年', 'fact'),
+        ('快递不干了', 'fact'),
+        ('我女儿在上海', 'fact'),
+        ('老大上初二 老二上幼儿园', 'fact'),
+        ('以后晚上不开车了', 'lesson'),
+        ('宁可多等一会也不坐黑车', 'lesson'),
+        ('平时一般去公园打太极', 'preference'),
+        ('目标 明年考上研究生', 'goal'),
+        ('我膝盖不好 爬不了楼', 'fact'),
     ],
 )
 def test_statements_get_their_category_verbatim(text, category):
@@ -292,6 +311,10 @@ def test_statements_get_their_category_verbatim(text, category):
         'my kids are asleep finally',
         '我卖了',
         '我在家做饭',
+        '猫在挠门',
+        '老公在开车',
+        '周末想去爬山',
+        '我开玩笑的',
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):
@@ -379,6 +402,11 @@ def test_a_later_clause_that_holds_a_secret_is_left_out_of_the_memory():
     assert c.content == "I live in Ghent now"
 
 
+def test_a_remark_laughed_off_after_a_statement_is_not_part_of_it():
+    [c] = extract("im a mail carrier, weekends are for the flats. the jets lost again so thats my mood lol")
+    assert c.content == "im a mail carrier, weekends are for the flats."
+
+
 def test_a_sentence_that_only_holds_a_secret_is_left_out_of_the_memory():
     [c] = extract("I prefer Vim. my aws key is AKIAIOSFODNN7EXAMPLE")
     assert c.content == "I prefer Vim."
@@ -450,6 +478,13 @@ def test_remember_prefix_is_stripped():
         ("I no longer use Windows, I'm on macOS now", "preference.os", "macOS"),
         ("我不用 yarn 了，现在都用 pnpm", "preference.package_manager", "pnpm"),
         ("我在一家物流公司做会计", "fact.employer", "一家物流公司做会计"),
+        ("im changing my major to biology", "fact.major", "biology"),
+        ("i'm a history major", "fact.major", "history major"),
+        ("I got moved to night shift", "fact.shift", "night shift"),
+        ("I work the day shift at the hospital", "fact.shift", "day shift"),
+        ("我今年58", "fact.age", "58"),
+        ("车是丰田的", "fact.car", "丰田"),
+        ("提了一辆理想L7", "fact.car", "理想L7"),
     ],
 )
 def test_single_valued_statements_get_a_key(text, key, value):
@@ -533,6 +568,9 @@ def test_additive_negative_or_multi_valued_statements_get_no_key(text):
         ("我在美团上班", "工作换了，现在在京东"),
         ("我开的是一辆卡罗拉", "卡罗拉卖了，换了一辆比亚迪汉"),
         ("I keep my notes in Evernote.", "I ditched Evernote, everything is in Obsidian now."),
+        ("im a biology major", "switched my major to nursing"),
+        ("i work the night shift at the bakery", "they moved me to day shift finally, I'm on day shift now"),
+        ("我的车是丰田的", "上个月提了一辆特斯拉"),
     ],
 )
 def test_a_changed_preference_supersedes_through_the_write_policy(old, new):

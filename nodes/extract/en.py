@@ -39,7 +39,11 @@ _GOAL_VERB = (
 _JOB = (
     r"(?:engineer|developer|dev|designer|manager|student|scientist|researcher|teacher|professor|doctor"
     r"|nurse|founder|co-founder|analyst|writer|consultant|architect|lead|cto|ceo|programmer"
-    r"|administrator|admin|freelancer|intern|sre|devops|pm|product owner)"
+    r"|administrator|admin|freelancer|intern|sre|devops|pm|product owner|sophomore|freshman|undergrad|grad student"
+    r"|phd student|paramedic|pharmacist|electrician|plumber|carpenter|chef|cook|driver|mail carrier"
+    r"|landlord|accountant|lawyer|attorney|mechanic|firefighter|police officer|veteran|retiree|caregiver"
+    r"|hairdresser|barista|cashier|farmer|pilot|musician|artist|photographer|therapist|dentist|vet|midwife"
+    r"|social worker|librarian|coach|athlete|stay-at-home (?:mom|mum|dad|parent)|homemaker)"
 )
 _PEOPLE = (
     r"(?:mom|mum|mother|dad|father|parents|wife|husband|partner|spouse|son|daughter|kids?|children|baby"
@@ -56,7 +60,11 @@ _CONDITION = (
 _NAME = r"(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*)*"
 """A capitalised name of one or more words ("Lisbon", "St Mary's")."""
 _DIET = r"(?:vegetarian|vegan|pescatarian|flexitarian|keto|paleo|carnivore|raw vegan)"
-_BODY = r"(?:knees?|back|hips?|ankles?|shoulders?|wrists?|neck|eyes?|ears?|heart|lungs?|feet|foot|legs?)"
+_BODY = (
+    r"(?:knees?|back|hips?|ankles?|shoulders?|wrists?|neck|eyes?|ears?|heart|lungs?|feet|foot|legs?"
+    r"|hamstrings?|calf|calves|achilles|acl|mcl|meniscus|groin|elbows?|toes?|fingers?|thumb|ribs?"
+    r"|collarbone|rotator cuff)"
+)
 _THING = (
     r"(?:project|app|application|service|services|repo|repository|codebase|product|backend|frontend"
     r"|front-end|back-end|api|website|site|platform|monorepo|cli|library|lib|bot|startup|stack|dev stack"
@@ -71,6 +79,7 @@ RULES: tuple[Rule, ...] = (
     # lessons: what failed and why, what works instead
     Rule("lesson", rx(r"\b(?:turns? out|turned out|lessons? learned|learned (?:that |it )?the hard way"
                       r"|note to self|never again|not doing that again|won't (?:do|make) that (?:again|mistake)"
+                      r"|never\s+\w+ing\b[^.!?;]{0,40}\bagain\b"
                       r"|(?:been |got )?(?:burned|burnt|bitten) by"
                       r"|the (?:fix|solution|workaround|trick|culprit|root cause|problem|catch|gotcha) (?:was|is)"
                       r"|what (?:fixed|solved) it|did the trick|make sure (?:to|you)|don't forget to"
@@ -101,6 +110,10 @@ RULES: tuple[Rule, ...] = (
     Rule("fact", rx(rf"{_I}\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+(?:here\s+|over\s+|away\s+)?"
                     rf"from\s+{_NAME}(?:\s*(?:[,;!]|\.(?:\s|$)|$)|\s+(?:in|last|this|a|an|two|three|few|several"
                     r"|years?|when|after|before|since|because)\b)")),
+    # a student's major: before the preferences' "switched ... to"
+    Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:changing|switching)\s+my\s+major\s+to\s+|(?:^|\bI\s+)(?:just\s+)?(?:changed|switched)"
+                    r"\s+my\s+major\s+to\s+|\bmy\s+major\s+is\s+|\bI(?:'m|\s+am)\s+(?:an?\s+)(?=[\w -]{1,30}?\s+major\b)"
+                    r"|\bI\s+major\s+in\s+"), kind="fact.major"),
     # preferences
     Rule("preference", rx(r"\bmy (?:favou?rite|preferred|go-to|default) ([\w .+#-]{1,30}?) (?:is|are)\b"),
          kind="fav"),
@@ -137,9 +150,14 @@ RULES: tuple[Rule, ...] = (
     Rule("preference", rx(r"\bI(?:'m|\s+am)\s+an?\s+(?:huge\s+|big\s+|massive\s+|lifelong\s+)?(?:[\w-]+\s+){1,2}fan\b"
                           r"|\bI\s+(?!(?:was|had|got|did|went|came|said|saw|forgot|felt)\b)(?:\w+\s+){1,5}?every\s+"
                           r"(?:day|morning|evening|night|week|weekend|month|year|summer|winter"
-                          r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)s?\b")),
+                          r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)s?\b"
+                          r"|\bI\s+(?!(?:was|had|got|did|went|came|said|saw|forgot|felt|spent|paid|lost)\b)(?:\w+\s+){1,4}?"
+                          r"\d+\s*(?:[\w-]+\s+){0,3}?(?:a|per|each)\s+(?:day|week|night|morning|month)\b")),
+    Rule("preference", rx(r"\bkeep (?:it|things|answers|replies|responses|them|it all) (?:short|simple|brief|concise|casual"
+                          r"|light|plain)\b|\bbullet(?:ed)? (?:points|lists?)\b(?! or\b)|\bno (?:long |big )?(?:paragraphs|essays)\b"
+                          r"|\bshort (?:answers|replies)\b")),
     # goals
-    Rule("goal", rx(r"\bmy (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
+    Rule("goal", rx(r"\b(?:my|the|our|new|next|main|big) (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
                     r"|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)")),
     Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:plan(?:ning)?|going|intend(?:ing)?|aim(?:ing)?"
                     r"|preparing|training|saving(?: up)?|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"
@@ -170,7 +188,14 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:got|landed|accepted|took|started)\s+an?\s+(?:new\s+)?"
                     r"(?:job|position|role)\s+(?:as\s+(?:an?\s+)?[\w -]{1,30}?\s+)?(?:at|with)\s+(?=(?-i:[A-Z]))"),
          kind="fact.employer"),
-    Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:quit|left)\s+my\s+(?:job|position|role)\b"
+    Rule("fact", rx(r"\bI\s+(?:just\s+|finally\s+)?(?:got\s+)?(?:moved|switched|transferred|went|changed)\s+(?:back\s+)?to\s+(?:the\s+)?"
+                    r"(?=(?:day|night|evening|morning|early|late|graveyard|weekend|swing)\s+shifts?\b)"
+                    r"|\bI(?:'m|\s+am)\s+(?:now\s+|still\s+)?on\s+(?:the\s+)?(?=(?:day|night|evening|morning|early|late|graveyard"
+                    r"|weekend|swing)\s+shifts?\b)|\bI\s+(?:now\s+|still\s+)?work\s+(?:the\s+)?(?=(?:day|night|evening"
+                    r"|morning|early|late|graveyard|weekend|swing)\s+shifts?\b)"), kind="fact.shift"),
+    Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+|also\s+)?(?:quit|left|gave up)\s+(?:my|the|that)\s+"
+                    r"(?:[\w-]+\s+){0,3}?(?:job|position|role|gig)\b"
+                    r"|\bI\s+(?:also\s+|still\s+)?work\s+(?:the|a|as a)\s+[\w -]{1,25}?\s+(?:at|for|in)\s+"
                     r"|\bI\s+(?:just\s+)?(?:got|was|have been|'ve been)\s+(?:laid off|fired|let go|made redundant)\b"
                     r"|\bI\s+(?:just\s+|finally\s+)?retired\b"
                     r"|\bI\s+(?:just\s+|recently\s+|finally\s+|have\s+|'ve\s+)?(?:quit|stopped|gave up|kicked)\s+"
@@ -192,7 +217,8 @@ RULES: tuple[Rule, ...] = (
                     rf"(?={_DIET}\b)"), kind="fact.diet"),
     Rule("fact", rx(rf"\bI(?:'m|\s+am)\s+(?:(?:a|an|also|mildly|severely|very)\s+)?(?:(?!not\b)[\w-]+\s+)?{_CONDITION}\b"
                     r"|\bI\s+(?:can't|cannot|don't|do not)\s+(?:eat|drink|have)\b"
-                    rf"|\bI\s+(?:hurt|injured|broke|sprained|pulled|tore|twisted|dislocated|fractured)\s+my\s+(?:\w+\s+)?{_BODY}"
+                    r"|(?:^|\bI\s+)(?:just\s+)?(?:hurt|injured|broke|sprained|strained|pulled|tore|twisted|dislocated|fractured)"
+                    rf"\s+my\s+(?:\w+\s+)?{_BODY}"
                     rf"|\bmy\s+(?:left\s+|right\s+)?{_BODY}\s+(?:is|are|has been|have been|hurts?|aches?)\b"
                     rf"|\bI\s+(?:have|'ve got|got)\s+(?:a\s+)?(?:bad|weak|injured|dodgy|bum|sore|broken|torn|busted"
                     rf"|bad left|bad right|weak left|weak right)\s+(?:\w+\s+)?{_BODY}"
@@ -203,7 +229,7 @@ RULES: tuple[Rule, ...] = (
                     rf"(?:\w+\s+)?{_PEOPLE}\b"
                     rf"|{_I}\s+(?:have|'ve got|adopted|got)\s+(?:a|an)\s+(?:[\w-]+\s+){{1,3}}(?:named|called)"
                     r"\s+(?-i:[A-Z])"
-                    rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?-i:[A-Z][a-z]+),?)?(?:'s name)?\s+(?:just\s+|recently\s+"
+                    rf"|\b(?:my|our)\s+{_PEOPLE}(?:,?\s+(?:(?-i:[A-Z][a-z]+)|[a-z]+),?)?(?:'s name)?\s+(?:just\s+|recently\s+"
                     r"|finally\s+|already\s+)?(?:(?:is|are|was)(?!\s+(?:calling|here|home|back|waiting|asleep|sleeping"
                     r"|yelling|shouting|out|busy|talking|texting|downstairs|upstairs|on the phone|at the door)\b)|has|have"
                     r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
@@ -215,7 +241,9 @@ RULES: tuple[Rule, ...] = (
          kind="fact.car"),
     Rule("fact", rx(r"\bI\s+(?:teach|lecture|tutor)\s+(?!(?:you|myself|them|him|her)\b)"
                     r"|\bI\s+(?:own|ride)\s+(?:a|an|my)\s+"
-                    r"|\bI\s+(?:speak|can speak)\s+(?=(?-i:[A-Z]))|\bI(?:'m|\s+am)\s+(?:fluent|a native speaker)\s+in\b"
+                    r"|\bI\s+(?:speak|can speak)\s+(?=(?-i:[A-Z])|(?:english|spanish|french|german|italian|portuguese|mandarin"
+                    r"|cantonese|chinese|japanese|korean|arabic|hindi|russian|dutch|polish|turkish|vietnamese|tagalog"
+                    r"|swahili|greek|hebrew|urdu|bengali|punjabi|farsi|persian|ukrainian|romanian|swedish)\b)|\bI(?:'m|\s+am)\s+(?:fluent|a native speaker)\s+in\b"
                     r"|\b(?:native language|mother tongue|first language) is\b")),
     Rule("fact", rx(r"\bI(?:'m|\s+am|'ve been|\s+have been)\s+(?:currently\s+|still\s+|now\s+)?(?:learning"
                     r"|studying|taking)\s+(?!(?:a look|a break|a while|a lot|a sec|that|this|it|notes?|the day"

@@ -61,8 +61,8 @@ _REQUEST = re.compile(
     r"|^(?:please\s+|pls\s+)?(?:help|show|tell|give|write|draft|make|create|generate|explain|fix|check"
     r"|review|sketch|scaffold|build me|find|translate|summari[sz]e|remind me|walk me|suggest|recommend"
     r"|let's|lets|let me|start with|go ahead|do that|do it|keep that|keep it|add that|try|rewrite"
-    r"|refactor|list them|paste|send|look at|take a look)\b"
-    r"|^(?:请)?(?:帮我|帮忙|帮|请你|你帮|你给|你能|你可以|你觉得|麻烦|给我|提醒我|记一下|记着|你记|先帮|再帮|看看"
+    r"|refactor|list them|paste|send|look at|take a look|(?:i\s+)?need (?:some |your |a little |a bit of )?help)\b"
+    r"|^(?:请)?(?:帮我|帮忙|帮|请你|你帮|你给|你能|你可以|你觉得|你说慢|你慢|你再|你讲|你教|你还是|麻烦|给我|提醒我|记一下|记着|你记|先帮|再帮|看看"
     r"|看下|你看|我看下|我看看|我试试|试试|我去)",
     re.IGNORECASE,
 )
@@ -76,6 +76,9 @@ _CHITCHAT = re.compile(
     r"|天气|下雨|下雪|晴天|阴天|热死|冷死|好热|好冷|笑话|外卖|吃饭去|吃饭了|麻辣烫|咖啡(?!馆|店|厅)|地铁|堵车|累了|好累|困了"
     r"|烦死|压力山大|无聊|晚安|早安|感冒|头疼|说多了都是泪",
     re.IGNORECASE,
+)
+_LAUGHED_OFF = re.compile(
+    r"\b(?:lol|lmao|lmfao|rofl|haha+|hehe+|jk)\W*$|[😂🤣😅]\W*$|(?:哈){2,}\W*$", re.IGNORECASE
 )
 _EPHEMERAL = re.compile(
     r"\b(?:today|tonight|right now|this morning|this afternoon|this evening|this week|tomorrow"
@@ -166,6 +169,12 @@ def is_question(text: str) -> bool:
 def is_chitchat(text: str) -> bool:
     """Small talk: weather, food, mood, sports, how the day went."""
     return bool(_CHITCHAT.search(text))
+
+
+def is_aside(text: str) -> bool:
+    """A remark laughed off at its end ("browns lost again so thats my mood lol", "...哈哈"): said in
+    passing, not part of the statement before it."""
+    return bool(_LAUGHED_OFF.search(text))
 
 
 def is_ephemeral(text: str) -> bool:

@@ -196,7 +196,7 @@ def value_after(text: str, start: int) -> str:
     rest = text[start:].strip()
     end = _VALUE_END.search(rest)
     value = rest[: end.start()] if end else rest
-    return value.strip().removesuffix("了")[:80]  # "搬到杭州了": the change's particle
+    return value.strip().removesuffix("了").removesuffix("的")[:80]  # "搬到杭州了", "车是丰田的"
 
 
 @lru_cache(maxsize=1024)

@@ -36,9 +36,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from engram.nodes.extract.casual import spelled_out
 from engram.nodes.extract.en import RULES as EN_RULES
 from engram.nodes.extract.filters import (
     about_someone_else,
+    is_aside,
     is_chitchat,
     is_ephemeral,
     is_hedged,
@@ -165,6 +167,8 @@ def _judge(text: str, implied_subject: bool = False) -> _Hit | None:
     """The rule a piece matches after the filters, or None; a piece whose subject is implied
     ("..., work at Dell") is read with it ("I work at Dell")."""
     head = strip_lead(text)
+    if not has_cjk(head):
+        head = spelled_out(head)
     if implied_subject:
         head = f"我{head}" if has_cjk(head) else f"I {head}"
     if len(head) < 3 or is_hypothetical(head):
@@ -217,13 +221,17 @@ def _drafts(unit: Unit, text: str, goal_list: bool) -> Iterable[_Draft]:
             joined = _judge(text[lead.start:piece.end])
             if joined is not None and (hit is None or _rank(joined.rule) < _rank(hit.rule)):
                 hit = joined
-        if hit is None and unit.list_item and goal_list and current is None:
+        if unit.list_item and goal_list and current is None and (hit is None or hit.rule.category == "preference"):
+            # an item of an announced goal list is a goal, also a routine ("每周去健身房三次")
             head = strip_lead(piece.text)
             hit = _Hit(_LISTED_GOAL, _LISTED_GOAL.pattern.match(head), head)
         if hit is not None and hit.points_back and current is None and lead is None:
             hit = None  # "I like it" with nothing before it to like
         if hit is None:
-            passing = is_chitchat(piece.text) or is_ephemeral(piece.text) or is_hypothetical(piece.text)
+            passing = (
+                is_chitchat(piece.text) or is_ephemeral(piece.text) or is_hypothetical(piece.text)
+                or (piece.sentence_start and not piece.first_person and is_aside(piece.text))
+            )
             if current is not None and not passing:
                 current.pieces.append(piece)
             elif current is not None:

@@ -33,8 +33,8 @@ _INLINE_ITEM = re.compile(r"(?<=\s)(?=\d{1,2}\)\s)")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；;!?])\s*|\s*(?:—|--|–)\s+")
 _CLAUSE_END = re.compile(
     rf"\s*[,，、]\s*|(?<=[{_CJK}])\s+(?=[{_CJK}])"
-    r"|\s+(?=(?:and|but|so)\s+(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our)\b)"
-    r"(?!and\s+I\s+(?:are|were)\b)"  # "my wife and I are ...": one subject
+    r"|\s+(?=(?i:and|but|so)\s+(?i:I|I'm|im|I've|ive|I'd|I'll|we|we're|we've|my|our)\b)"
+    r"(?!(?i:and\s+I\s+(?:are|were))\b)"  # "my wife and I are ...": one subject
 )
 _OPENER = re.compile(
     r"^(?:I|I'm|I've|I'd|I'll|im|ive|we|we're|we've|we'd|we'll|my|our|me)\b|^(?:我|我们|咱们)",
