@@ -485,6 +485,7 @@ def test_remember_prefix_is_stripped():
         ("我今年58", "fact.age", "58"),
         ("车是丰田的", "fact.car", "丰田"),
         ("提了一辆理想L7", "fact.car", "理想L7"),
+        ("闺女给我买了个华为手机 好多功能不会用", "fact.phone", "华为手机"),
     ],
 )
 def test_single_valued_statements_get_a_key(text, key, value):
@@ -571,6 +572,7 @@ def test_additive_negative_or_multi_valued_statements_get_no_key(text):
         ("im a biology major", "switched my major to nursing"),
         ("i work the night shift at the bakery", "they moved me to day shift finally, I'm on day shift now"),
         ("我的车是丰田的", "上个月提了一辆特斯拉"),
+        ("我用的是小米手机", "儿子给我寄了个苹果手机 小米给老伴了"),
     ],
 )
 def test_a_changed_preference_supersedes_through_the_write_policy(old, new):

@@ -117,7 +117,7 @@ _CONTRAST = re.compile(
 _ADDITIVE = re.compile(r"\b(?:also|too|as well|both)\b|也(?!是)|还(?!是)", re.IGNORECASE)
 _VALUE_END = re.compile(
     r"\s+(?:as|and|since|for|because|but|where|which|with|now|at|in|on|from|to|so|last|this|next|after|before|when)\b"
-    r"|[,;!?()，。；！？、（）]|\.(?:\s|$)|(?:工作|上班|任职|实习)|\s*$"
+    r"|[,;!?()，。；！？、（）]|\.(?:\s|$)|(?:工作|上班|任职|实习)|(?<=[\u3400-\u9fff])\s+(?=[\u3400-\u9fff])|\s*$"
 )
 
 
