@@ -402,6 +402,14 @@ def test_a_later_clause_that_holds_a_secret_is_left_out_of_the_memory():
     assert c.content == "I live in Ghent now"
 
 
+def test_a_chinese_topic_chain_splits_at_a_goal_or_the_past():
+    found = extract("目标 攒够二十万 回老家开个面馆 以前在食堂干过五年")
+    assert [(c.category, c.content) for c in found] == [
+        ("goal", "目标 攒够二十万 回老家开个面馆"),
+        ("fact", "以前在食堂干过五年"),
+    ]
+
+
 def test_a_remark_laughed_off_after_a_statement_is_not_part_of_it():
     [c] = extract("im a mail carrier, weekends are for the flats. the jets lost again so thats my mood lol")
     assert c.content == "im a mail carrier, weekends are for the flats."

@@ -42,7 +42,8 @@ _OPENER = re.compile(
 )
 _SHIFT = re.compile(
     r"^(?:also|plus|btw|by the way|oh and|and also|another thing|one more thing|besides)\b"
-    r"|^(?:另外|还有|对了|顺便|而且我|再就是)",
+    r"|^(?:另外|还有|对了|顺便|而且我|再就是)"
+    r"|^(?:以前|目标)(?!的)",  # a chain of topics typed with spaces: the past, a goal
     re.IGNORECASE,
 )
 _IMPLIED_SUBJECT = re.compile(
