@@ -33,6 +33,8 @@ from engram.stores.secrets import REDACTED, redact
         ("keypad code is *0042", "0042", "password"),
         ("the pin for the side door is 3390", "3390", "password"),
         ("门禁码 6622# 记一下", "6622", "password"),
+        ("combo for the bike lock is 12-34-56", "12-34-56", "password"),
+        ("wifi pass: sunnyday99", "sunnyday99", "password"),
         # identity documents
         ("my SSN is 219-09-9999", "219-09-9999", "national_id"),
         ("social security number: 078-05-1120", "078-05-1120", "national_id"),
@@ -115,6 +117,8 @@ def test_a_text_that_is_only_a_secret_says_so(text):
         "the SSN field is required",
         "the issue id number is 4521",
         "我的身份证过期了",
+        "wifi pass is free at the cafe",
+        "I ordered the burger combo for 12",
     ],
 )
 def test_ordinary_text_is_left_alone(text):

@@ -31,8 +31,9 @@ _QUOTED = _QUOTE_OPEN + r"(?P<quoted>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
 """A quoted value: taken whole, whatever it says ('the password is "correct"')."""
 
 _DIGITS = r"\d{3,8}"
-_KEYPAD = r"[#*]?\d{3,8}[#*]?"
-"""Digits as typed on a keypad, which may start or end with `#` or `*` ("4471#")."""
+_KEYPAD = r"[#*]?(?:\d{3,8}|\d{1,3}(?:-\d{1,3}){2,4})[#*]?"
+"""Digits as typed on a keypad, which may start or end with `#` or `*` ("4471#"), or a dial
+combination ("12-34-56")."""
 _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
 """Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere."""
 _ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
@@ -50,6 +51,7 @@ NOT_A_VALUE = frozenset(
     ok okay fine good bad new old simple easy hard complex compromised leaked encrypted hashed
     masked protected what which where how none null n/a configured enabled disabled rotated
     revoked sent emailed case-sensitive password pass passwd pw pwd secret token key
+    free available included open public down slow fast working broken off unlimited
     """.split()
 )
 """Words after "is" that describe a secret instead of being it ("the password is wrong")."""
@@ -81,9 +83,9 @@ _LABELS: tuple[_Label, ...] = (
            ("cvv", "cvc", "cid", "csc", "security"), _DIGITS, strict=True),
     _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", ("码",), _DIGITS, strict=True,
            space=r"\s*"),
-    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|(?:door|alarm|gate|garage|lock|locker|safe"
+    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|combo|(?:door|alarm|gate|garage|lock|locker|safe"
            r"|keypad|entry|building|lockbox|key\s+box)\s+(?:code|combination)))",
-           ("pin", "passcode", "code", "combination"), _KEYPAD, strict=True),
+           ("pin", "passcode", "code", "combination", "combo"), _KEYPAD, strict=True),
     _Label("national_id",
            r"(?i:\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?|national\s+insurance(?:\s+(?:number|no\.?))?"
            r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
@@ -94,7 +96,7 @@ _LABELS: tuple[_Label, ...] = (
     _Label("national_id", r"身份证(?:号码?)?|护照(?:号码?)|社保(?:卡)?号码?|驾(?:驶)?照号码?|驾驶证号码?",
            ("身份证", "护照", "社保", "驾"), _ID_NUMBER, strict=True, space=r"\s*"),
     _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _KEYPAD, strict=True, space=r"\s*"),
-    _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word))",
+    _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word|wi-?fi\s+pass(?:code)?))",
            ("pass", "pw"), _PASSWORD_LIKE),
     _Label("password", _ZH_PASSWORD, ("密码", "口令"), _PASSWORD_LIKE, space=r"\s*"),
     _Label("api_token",
