@@ -28,6 +28,7 @@ from engram.graph.cli.memory_support import (
     DEFAULT_USER,
     CliError,
     all_memories,
+    checked_user,
     collector_paused_until_open,
     ensure_user,
     err,
@@ -151,9 +152,8 @@ def search(
 
     user_id = user or DEFAULT_USER
     with open_backend(data, embeds_few=True) as backend:
-        ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
         found = LongTermMemory(backend.store).search(
-            user_id,
+            checked_user(user_id),
             query,
             k,
             categories=_categories(category),
@@ -161,6 +161,8 @@ def search(
             include_superseded=superseded,
             touch=False,
         )
+        if not found:
+            ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
     if as_json:
         print_json(
             [

@@ -143,7 +143,8 @@ def open_backend(data: str | None, *, create: bool = False, embeds_few: bool = F
     """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one; use
     it in a `with` block, which closes it. A command that embeds a text or two (`search`,
     `add`) passes `embeds_few`: its embedding model then starts without re-laying out its
-    weights (`LocalEmbeddings(prepack_weights=False)`), 0.03 s sooner.
+    weights and runs on one thread (`LocalEmbeddings(prepack_weights=False, threads=1)`),
+    0.035 s of CPU less.
 
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers.
@@ -414,4 +415,6 @@ def _index(embeds_few: bool) -> IndexConfig:
     from engram.stores.chroma.store import default_index
     from engram.stores.embeddings import LocalEmbeddings
 
-    return default_index(LocalEmbeddings(prepack_weights=not embeds_few))
+    if embeds_few:
+        return default_index(LocalEmbeddings(prepack_weights=False, threads=1))
+    return default_index(LocalEmbeddings())
