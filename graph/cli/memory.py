@@ -34,6 +34,7 @@ from engram.graph.cli.memory_support import (
     err,
     known_users,
     memory_table,
+    no_idle_blas_threads,
     open_backend,
     out,
     print_json,
@@ -86,6 +87,7 @@ def command(func: F) -> F:
 
     @wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
+        no_idle_blas_threads()
         try:
             with collector_paused_until_open():
                 return func(*args, **kwargs)

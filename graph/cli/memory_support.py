@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
 POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
 """As `engram.graph.postgres` reads it; not imported from there because psycopg loads slowly."""
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+"""Worker threads of numpy's OpenBLAS; see `no_idle_blas_threads`."""
 DEFAULT_USER = "default"
 """The user of a command run without `--user`: the graph's own default (`Context.user_id`)."""
 SHORT_ID = 8
@@ -65,6 +67,16 @@ def ends_with_command() -> None:
     collector as it is."""
     global _process_ends_with_command
     _process_ends_with_command = True
+
+
+def no_idle_blas_threads() -> None:
+    """In a process that ends with the command, let numpy's OpenBLAS start no worker threads
+    (`OPENBLAS_NUM_THREADS=1`, unless the person set it). Each worker OpenBLAS starts when
+    numpy loads waits for work by spinning, about 0.1 s of CPU (2^28 cycles) before it sleeps,
+    and a memory command gives it none: its only matrix products are one query against a few
+    hundred vectors. Takes effect only before numpy loads, as it does with the store."""
+    if _process_ends_with_command and "numpy" not in sys.modules:
+        os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 @contextmanager
