@@ -73,8 +73,9 @@ def no_idle_blas_threads() -> None:
     """In a process that ends with the command, let numpy's OpenBLAS start no worker threads
     (`OPENBLAS_NUM_THREADS=1`, unless the person set it). Each worker OpenBLAS starts when
     numpy loads waits for work by spinning, about 0.1 s of CPU (2^28 cycles) before it sleeps,
-    and a memory command gives it none: its only matrix products are one query against a few
-    hundred vectors. Takes effect only before numpy loads, as it does with the store."""
+    and a memory command gives it none big enough to share: its only matrix products compare
+    one query with a search's candidates. Takes effect only before numpy loads, as it does
+    with the store."""
     if _process_ends_with_command and "numpy" not in sys.modules:
         os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
