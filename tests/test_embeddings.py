@@ -8,6 +8,7 @@ import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -104,6 +105,16 @@ def test_batches_equal_one_by_one() -> None:
         assert np.allclose(a, b, atol=1e-5), text
 
 
+def test_one_thread_gives_the_same_vectors_bit_for_bit() -> None:
+    """What `engram memory search` and `add` use: each model call on one thread."""
+    one = LocalEmbeddings(cache_size=0, threads=1, prepack_weights=False)
+    every_core = LocalEmbeddings(cache_size=0, prepack_weights=False)
+    texts = [*TEXTS, "budget " * 200]
+
+    assert one.embed_documents(texts) == every_core.embed_documents(texts)
+    assert one._load().session.get_session_options().intra_op_num_threads == 1
+
+
 def test_similar_texts_score_higher_than_unrelated(emb: LocalEmbeddings) -> None:
     query = emb.embed_query("Which editor theme does the user like?")
     related, unrelated = emb.embed_documents(
@@ -171,10 +182,10 @@ def test_concurrent_first_calls_load_the_model_once(monkeypatch: pytest.MonkeyPa
     load = emb_module._Model.load.__func__
 
     def counting(
-        cls: type, folder: Path, max_length: int, cache_dir: Path | None, prepack: bool = True
+        cls: type, folder: Path, max_length: int, cache_dir: Path | None, make_options: Any
     ) -> emb_module._Model:
         loads.append(folder)
-        return load(cls, folder, max_length, cache_dir, prepack)
+        return load(cls, folder, max_length, cache_dir, make_options)
 
     monkeypatch.setattr(emb_module._Model, "load", classmethod(counting))
     emb = LocalEmbeddings()
@@ -222,7 +233,8 @@ def test_explicit_model_dir_without_files_is_an_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"batch_size": 0}, {"cache_size": -1}, {"max_length": 1}, {"max_length": 513}]
+    "kwargs",
+    [{"batch_size": 0}, {"cache_size": -1}, {"max_length": 1}, {"max_length": 513}, {"threads": 0}],
 )
 def test_bad_settings_are_rejected(kwargs: dict[str, int]) -> None:
     with pytest.raises(ValueError, match=next(iter(kwargs))):

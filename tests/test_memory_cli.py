@@ -119,6 +119,64 @@ def test_errors_are_clear_with_exit_codes(data):
     assert "--model 'no-such-provider:x': cannot load this chat model" in bad_model
 
 
+def test_search_finds_what_the_store_finds(data):
+    """`engram memory search` (its model on one thread, weights not prepacked) returns the
+    memories, order and scores that the graph's own store returns for the same search."""
+    for text in (
+        "Alice prefers dark mode in every editor",
+        "Alice works at Acme as a data engineer",
+        "The staging database is PostgreSQL 16",
+        "Alice's editor is Neovim with a dark theme",
+        "Alice is learning Rust on weekends",
+    ):
+        add(text)
+    forgotten = add("Alice liked light themes years ago")
+    cli("forget", forgotten["id"], "--user", "alice")
+    searches = [
+        (["editor theme"], {}),
+        (["database", "-k", "2"], {"k": 2}),
+        (["editor", "-c", "fact"], {"categories": ["fact"]}),
+        (["light theme", "--forgotten"], {"include_forgotten": True}),
+    ]
+    from_cli = [cli("search", "--user", "alice", *args, "--json") for args, _ in searches]
+
+    store = make_store()  # what the graph opens: its model prepacked, on every core
+    try:
+        memory = LongTermMemory(store)
+        from_store = [
+            memory.search("alice", args[0], kwargs.pop("k", 5), touch=False, **kwargs)
+            for args, kwargs in searches
+        ]
+    finally:
+        store.close()
+
+    assert all(from_cli) and len(from_cli[1]) == 2
+    assert all(m["category"] == "fact" for m in from_cli[2])
+    assert forgotten["id"] in [m["id"] for m in from_cli[3]]
+    assert forgotten["id"] not in [m["id"] for found in from_cli[:3] for m in found]
+    for printed, scored in zip(from_cli, from_store, strict=True):
+        assert [m["id"] for m in printed] == [s.memory.id for s in scored]
+        for m, s in zip(printed, scored, strict=True):
+            assert (m["score"], m["similarity"]) == pytest.approx((s.score, s.similarity), abs=1e-5)
+            assert m["relevance"] == pytest.approx(s.relevance, abs=1e-5)
+
+
+def test_search_of_a_user_without_memories_is_an_error_and_no_hit_is_not(data):
+    add("Alice prefers dark mode")
+
+    assert cli("search", "--user", "alice", "mode", "-c", "goal", "--json") == []
+    result = cli("search", "--user", "bob", "dark mode", code=1)
+    assert "nothing is stored for user 'bob'" in result.stderr and "alice" in result.stderr
+    assert "non-empty string" in cli("search", "--user", "  ", "mode", code=2).stderr
+
+
+def test_the_app_run_in_process_leaves_the_environment_alone(data, monkeypatch):
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    add("Alice prefers dark mode")
+    cli("search", "--user", "alice", "dark mode")
+    assert "OPENBLAS_NUM_THREADS" not in os.environ  # only the console script's own process
+
+
 def test_forget_restore_delete(data):
     memory = add("Alice lives in Lisbon")
     other = add("Alice has a cat named Miso")

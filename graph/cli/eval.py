@@ -13,7 +13,6 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
-from rich.logging import RichHandler
 from rich.text import Text
 
 app = typer.Typer(
@@ -133,6 +132,8 @@ def locomo(
 def _run(command: Callable[[Console], int]) -> None:
     """Run a command body with warnings logged above the progress bar; setup errors print as
     one clear message and exit with code 2."""
+    from rich.logging import RichHandler  # here: the memory commands never need it
+
     from engram.evals.commands import EvalSetupError
 
     console = Console()

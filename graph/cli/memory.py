@@ -28,11 +28,13 @@ from engram.graph.cli.memory_support import (
     DEFAULT_USER,
     CliError,
     all_memories,
+    checked_user,
     collector_paused_until_open,
     ensure_user,
     err,
     known_users,
     memory_table,
+    no_idle_blas_threads,
     open_backend,
     out,
     print_json,
@@ -85,6 +87,7 @@ def command(func: F) -> F:
 
     @wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
+        no_idle_blas_threads()
         try:
             with collector_paused_until_open():
                 return func(*args, **kwargs)
@@ -151,9 +154,8 @@ def search(
 
     user_id = user or DEFAULT_USER
     with open_backend(data, embeds_few=True) as backend:
-        ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
         found = LongTermMemory(backend.store).search(
-            user_id,
+            checked_user(user_id),
             query,
             k,
             categories=_categories(category),
@@ -161,6 +163,8 @@ def search(
             include_superseded=superseded,
             touch=False,
         )
+        if not found:
+            ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
     if as_json:
         print_json(
             [
