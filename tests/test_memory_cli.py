@@ -81,6 +81,15 @@ def test_add_list_search_show(data):
     }
 
 
+def test_a_user_id_or_query_that_looks_like_markup_is_shown_as_written(data):
+    user, query = "[/x] [bold]y", "[red]tea[/red] :smile:"
+    add("I like green tea", user=user)
+    for args in (("list",), ("search", query), ("stats",), ("maintain", "--dry-run")):
+        result = cli(*args, "--user", user)  # rich would fail on "[/x]" as a closing tag
+        assert "[/x] [bold]y" in result.stdout
+    assert "[red]tea[/red] :smile:" in cli("search", query, "--user", user).stdout
+
+
 def test_add_goes_through_the_write_policy(data):
     first = cli("add", "--user", "alice", "I prefer Vue for frontends", "--json")
     second = cli("add", "--user", "alice", "I prefer React for frontends", "--json")

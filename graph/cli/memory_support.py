@@ -326,7 +326,9 @@ def memory_table(
     update date when the terminal is wide enough."""
     from engram.stores.memory.markdown import status_of
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(  # a title naming a user id or a query shows it as written, never as markup
+        title=Text(title) if title is not None else None, box=box.SIMPLE_HEAD, pad_edge=False
+    )
     table.add_column("id", style="cyan", no_wrap=True)
     if scores is not None:
         table.add_column("score", justify="right", no_wrap=True)
@@ -355,7 +357,7 @@ def memory_table(
 
 def stats_table(found: list[UserStats], where: str) -> Table:
     """One user: a field per row; several: one row per user."""
-    table = Table(title=f"memories in {where}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=Text(f"memories in {where}"), box=box.SIMPLE_HEAD, pad_edge=False)
     if len(found) == 1:
         [s] = found
         table.add_column(Text(s.user_id), style="bold")
@@ -394,8 +396,10 @@ def maintenance_table(report: MaintenanceReport) -> Table:
     verb = "would change" if report.dry_run else "changed"
     table = Table(
         box=box.SIMPLE_HEAD,
-        title=f"maintenance of {report.user_id!r}: {report.changed} memories {verb} "
-        f"(of {report.active_before} active)",
+        title=Text(
+            f"maintenance of {report.user_id!r}: {report.changed} memories {verb} "
+            f"(of {report.active_before} active)"
+        ),
     )
     table.add_column("action")
     table.add_column("count", justify="right")
