@@ -315,6 +315,8 @@ def test_statements_get_their_category_verbatim(text, category):
         '老公在开车',
         '周末想去爬山',
         '我开玩笑的',
+        'the Jets lost again last night... dont know why I bother',
+        "don't worry about it",
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):

@@ -133,8 +133,9 @@ RULES: tuple[Rule, ...] = (
     Rule("preference", rx(r"\bI\s+(?:always|never|usually|only|generally|normally|typically|tend to)\s+(?!\w+ed\b)\w+")),
     Rule("preference", rx(r"\bI\s+(?:want|like|need)\s+(?:this|it|things|everything|them|my \w+|all \w+)\s+(?:in|as|with"
                           r"|to be)\b")),
-    Rule("preference", rx(r"(?:^|[,;]\s*)(?:please\s+)?(?:always|never(?!\s+(?:done|been|heard|seen|tried|used|had|got))|don't"
-                          r"|do not|avoid|no more)\s+\w+|\bplease (?:always|never)\b"
+    Rule("preference", rx(r"(?:^|[,;]\s*)(?:please\s+)?(?:always|never(?!\s+(?:done|been|heard|seen|tried|used|had|got))"
+                          r"|(?:don't|do not)(?!\s+(?:know|care|think|remember|get|understand|mind|worry|see|mean|even|really"
+                          r"|bother|blame|ask|panic|stress|judge|laugh)\b)|avoid|no more)\s+\w+|\bplease (?:always|never)\b"
                           r"|^no\s+(?!problem|worries|idea|way|clue|need|rush|thanks|luck|one|longer|it|it's|that|this|i|we"
                           r"|you|not|more)\w+")),
     Rule("preference", rx(r"^(?:switched|moved|migrated|changed|converted|went back)\b.*\bto\b"), kind="pref"),
