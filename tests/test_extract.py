@@ -220,6 +220,20 @@ def extract(*texts: str) -> list:
         ('平时一般去公园打太极', 'preference'),
         ('目标 明年考上研究生', 'goal'),
         ('我膝盖不好 爬不了楼', 'fact'),
+        ('我在苏州开了个小作坊 做木工的', 'project'),
+        ('我想年底前攒够五万块', 'goal'),
+        ('以后网购只买自营的', 'lesson'),
+        ('今后我一定先备份再升级', 'lesson'),
+        ('我去年考了个会计证', 'fact'),
+        ('我报了一个英语培训班', 'fact'),
+        ('我现在不在那家公司做了', 'fact'),
+        ('就是颈椎不好 不能久坐', 'fact'),
+        ('我是北京一所大学的应届毕业生', 'fact'),
+        ('Please use metric units throughout', 'preference'),
+        ('no need to explain the basics, I know them', 'preference'),
+        ('I have just qualified as a paramedic', 'fact'),
+        ('my cat Miso got diagnosed with kidney disease', 'fact'),
+        ('A lesson from this winter: the pipes freeze if the heating goes off', 'lesson'),
     ],
 )
 def test_statements_get_their_category_verbatim(text, category):
@@ -317,6 +331,7 @@ def test_statements_get_their_category_verbatim(text, category):
         '我开玩笑的',
         'the Jets lost again last night... dont know why I bother',
         "don't worry about it",
+        '问下 这个多少钱',
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):
@@ -493,6 +508,7 @@ def test_remember_prefix_is_stripped():
         ("I got moved to night shift", "fact.shift", "night shift"),
         ("I work the day shift at the hospital", "fact.shift", "day shift"),
         ("我今年58", "fact.age", "58"),
+        ("我去年搬到了杭州", "fact.location", "杭州"),  # 我去年 is last year, not "let me go"
         ("车是丰田的", "fact.car", "丰田"),
         ("提了一辆理想L7", "fact.car", "理想L7"),
         ("闺女给我买了个华为手机 好多功能不会用", "fact.phone", "华为手机"),
@@ -519,6 +535,10 @@ def test_single_valued_statements_get_a_key(text, key, value):
 def test_a_known_value_sets_only_the_attribute_the_statement_is_about(text, key, value):
     [c] = extract(text)
     assert (c.key, (c.structured_data or {}).get("value") if key else None) == (key, value)
+
+
+def test_a_city_that_shares_a_tool_name_sets_no_tool():
+    assert [c.key for c in extract("I live in Joplin now, home every weekend")] == ["fact.location"]
 
 
 def test_a_bike_or_scooter_bought_is_not_the_car():

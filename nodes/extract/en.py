@@ -20,7 +20,8 @@ _FAIL = (
     r"(?:fail(?:ed|s|ing|ure)?|broke|breaks|broken|crash(?:ed|es)?|didn't work|doesn't work|did not work"
     r"|does not work|won't work|errored|timed? ?out|time ?outs?|blew up|hangs?|hung|was a disaster"
     r"|was a nightmare|was a mess|was hell|did nothing|didn't help|did not help|no luck|made no difference"
-    r"|crawled|got stuck|went wrong|bit me|burned me|wasted|destroyed|ruined|killed|wrecked)"
+    r"|crawled|got stuck|went wrong|bit me|burned me|wasted|destroyed|ruined|killed|wrecked|died|corrupted|got wiped"
+    r"|was wiped|got deleted)"
 )
 _MONTH = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
@@ -79,7 +80,7 @@ RULES: tuple[Rule, ...] = (
     # lessons: what failed and why, what works instead
     Rule("lesson", rx(r"\b(?:turns? out|turned out|lessons? learned|learned (?:that |it )?the hard way"
                       r"|note to self|never again|not doing that again|won't (?:do|make) that (?:again|mistake)"
-                      r"|never\s+\w+ing\b[^.!?;]{0,40}\bagain\b"
+                      r"|never\s+\w+ing\b[^.!?;]{0,40}\bagain\b|\ba lesson (?:from|for)\b|^lesson:"
                       r"|(?:been |got )?(?:burned|burnt|bitten) by"
                       r"|the (?:fix|solution|workaround|trick|culprit|root cause|problem|catch|gotcha) (?:was|is)"
                       r"|what (?:fixed|solved) it|did the trick|make sure (?:to|you)|don't forget to"
@@ -154,6 +155,10 @@ RULES: tuple[Rule, ...] = (
                           r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)s?\b"
                           r"|\bI\s+(?!(?:was|had|got|did|went|came|said|saw|forgot|felt|spent|paid|lost)\b)(?:\w+\s+){1,4}?"
                           r"\d+\s*(?:[\w-]+\s+){0,3}?(?:a|per|each)\s+(?:day|week|night|morning|month)\b")),
+    Rule("preference", rx(r"\bplease\s+(?:use|write|keep|answer|reply|stick to|avoid|format)\b.*\b(?:throughout|always"
+                          r"|from now on|every time|by default|going forward|everywhere|in (?:all|every))\b"
+                          r"|\bno need to (?:explain|define|introduce|spell out)\b"
+                          r"|\bI\s+(?:do|write|run|keep)\s+(?:all|most)\s+(?:of\s+)?my\s+[\w ]{1,20}?\s+in\s+")),
     Rule("preference", rx(r"\bkeep (?:it|things|answers|replies|responses|them|it all) (?:short|simple|brief|concise|casual"
                           r"|light|plain)\b|\bbullet(?:ed)? (?:points|lists?)\b(?! or\b)|\bno (?:long |big )?(?:paragraphs|essays)\b"
                           r"|\bshort (?:answers|replies)\b")),
@@ -234,7 +239,8 @@ RULES: tuple[Rule, ...] = (
                     r"|finally\s+|already\s+)?(?:(?:is|are|was)(?!\s+(?:calling|here|home|back|waiting|asleep|sleeping"
                     r"|yelling|shouting|out|busy|talking|texting|downstairs|upstairs|on the phone|at the door)\b)|has|have"
                     r"|can't|cannot|doesn't|don't|hates|loves|likes|needs|lives|live|works|work|studies|goes|turns"
-                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved)\b"
+                    r"|turned|just turned|plays|was born|starts|started|attends|teaches|owns|moved|got diagnosed|was diagnosed"
+                    r"|has been diagnosed)\b"
                     rf"|\b(?:my|our)\s+{_PEOPLE},?\s+(?-i:[A-Z][a-z]+),?\s+\w+s\b"
                     r"|\bI(?:'m|\s+am)\s+(?:married|engaged|divorced|widowed|a (?:single )?(?:mom|mum|dad|parent"
                     r"|father|mother))\b"), kind="other"),
@@ -242,6 +248,8 @@ RULES: tuple[Rule, ...] = (
          kind="fact.car"),
     Rule("fact", rx(r"\bI\s+(?:teach|lecture|tutor)\s+(?!(?:you|myself|them|him|her)\b)"
                     r"|\bI\s+(?:own|ride)\s+(?:a|an|my)\s+"
+                    r"|\bI\s+(?:have\s+|'ve\s+)?(?:just\s+|finally\s+|recently\s+)?(?:qualified|certified|graduated)\s+(?:as|from|in)\b"
+                    r"|\bI\s+(?:just\s+|finally\s+)?passed\s+my\s+[\w ]{1,20}?(?:test|exam|boards)\b"
                     r"|\bI\s+(?:speak|can speak)\s+(?=(?-i:[A-Z])|(?:english|spanish|french|german|italian|portuguese|mandarin"
                     r"|cantonese|chinese|japanese|korean|arabic|hindi|russian|dutch|polish|turkish|vietnamese|tagalog"
                     r"|swahili|greek|hebrew|urdu|bengali|punjabi|farsi|persian|ukrainian|romanian|swedish)\b)|\bI(?:'m|\s+am)\s+(?:fluent|a native speaker)\s+in\b"
@@ -250,7 +258,8 @@ RULES: tuple[Rule, ...] = (
                     r"|studying|taking)\s+(?!(?:a look|a break|a while|a lot|a sec|that|this|it|notes?|the day"
                     r"|care|over|a step)\b)"), strong=False),
     Rule("fact", rx(r"\b(?-i:[A-Z][a-z]+)\s*\((?:my|our)\s+(?:manager|boss|lead|tech lead|mentor|team lead|cto|pm)\)"
-                    r"|\bmy (?:manager|boss|lead|tech lead|mentor|team lead)(?:'s name)?\s+is\s+(?=(?-i:[A-Z]))"),
+                    r"|\bmy (?:manager|boss|lead|tech lead|mentor|team lead|supervisor|advisor|adviser|phd supervisor|tutor"
+                    r"|therapist|gp|doctor|coach|landlord)(?:'s name)?\s+is\s+(?=(?-i:[A-Z]))"),
          kind="other"),
     Rule("fact", rx(r"\b(?:he|she|(?-i:[A-Z][a-z]+))\s+(?:owns|leads|runs|maintains|manages|is in charge of"
                     r"|is responsible for)\b"), kind="other", strong=False),

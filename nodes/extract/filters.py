@@ -24,7 +24,7 @@ _FILLER_ZH = (
 )
 _LEAD = re.compile(
     rf"^(?:[^\w\"'`]+|(?:{_FILLER_WORDS}|oh and|and also|and then|by the way|btw|plus|while I have you"
-    r"|speaking of \w+|quick one|quick q|random q|random question|one more thing|big one|last thing"
+    r"|speaking of \w+|quick one|quick question|quick q|random q|random question|one more thing|big one|last thing"
     r"|(?:please |can you |could you )?(?:remember|note|keep in mind)(?:\s+that\b|:)|for the record"
     r"|just so you know|fyi"
     rf"|one last thing|side note|fwiw|tbh|imo)\b[\s,.:;!~—-]*|(?:{_FILLER_BEFORE_PUNCT})[,.:;!~—-]+\s*"
@@ -52,7 +52,7 @@ _QUESTION_EN = re.compile(
     re.IGNORECASE,
 )
 _QUESTION_ZH = re.compile(
-    r"[吗呢么嘛][。！!？?~～]*$|[?？]\s*$|^(?:请问|问一下|问个|想问|我想问|我想知道)"
+    r"[吗呢么嘛][。！!？?~～]*$|[?？]\s*$|^(?:请问|问一下|问下|问问|问个|想问|我想问|我想知道)"
     r"|怎么|为什么|为啥|(?<!没)什么(?!都)|啥|咋|哪(?:个|里|儿|些|家|种|天)|多少|几(?:个|天|点|号|次|种)"
     r"|是不是|要不要|有没有|能不能|可不可以|会不会|用不用|够不够|行不行|好不好|对不对|该不该"
 )
@@ -63,7 +63,7 @@ _REQUEST = re.compile(
     r"|let's|lets|let me|start with|go ahead|do that|do it|keep that|keep it|add that|try|rewrite"
     r"|refactor|list them|paste|send|look at|take a look|(?:i\s+)?need (?:some |your |a little |a bit of )?help)\b"
     r"|^(?:请)?(?:帮我|帮忙|帮|请你|你帮|你给|你能|你可以|你觉得|你说慢|你慢|你再|你讲|你教|你还是|麻烦|给我|提醒我|记一下|记着|你记|先帮|再帮|看看"
-    r"|看下|你看|我看下|我看看|我试试|试试|我去)",
+    r"|看下|你看|我看下|我看看|我试试|试试|我去(?!年|过|了|世))",
     re.IGNORECASE,
 )
 _RULE_WORDS = re.compile(r"\b(?:always|never)\b|总是|永远|一律|不要|别", re.IGNORECASE)

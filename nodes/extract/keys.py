@@ -73,7 +73,7 @@ SUBJECTS: dict[str, tuple[str, bool, tuple[str, ...]]] = {
         "canon", "nikon", "sony a7", "sony a7c", "sony a6400", "sony a1", "fujifilm", "fuji x100", "leica",
         "panasonic lumix", "lumix", "olympus", "om system", "hasselblad", "ricoh gr", "pentax")),
     "notes_app": ("preference", True, (
-        "evernote", "obsidian", "=Notion", "onenote", "apple notes", "=Bear", "logseq", "roam research", "joplin",
+        "evernote", "obsidian", "=Notion", "onenote", "apple notes", "logseq", "roam research",
         "google keep", "simplenote", "notability", "goodnotes", "印象笔记", "有道云笔记", "语雀", "飞书文档")),
     "ci": ("project", True, (
         "jenkins", "github actions", "gitlab ci", "circleci", "travis ci", "buildkite", "drone ci", "teamcity",
