@@ -35,6 +35,8 @@ from engram.stores.secrets import REDACTED, redact
         ("门禁码 6622# 记一下", "6622", "password"),
         ("combo for the bike lock is 12-34-56", "12-34-56", "password"),
         ("wifi pass: sunnyday99", "sunnyday99", "password"),
+        ("The key safe by the back door is 4719.", "4719", "password"),
+        ("支付密码我输了好几遍258369 是不是被锁了", "258369", "password"),
         # identity documents
         ("my SSN is 219-09-9999", "219-09-9999", "national_id"),
         ("social security number: 078-05-1120", "078-05-1120", "national_id"),

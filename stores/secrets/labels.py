@@ -84,8 +84,8 @@ _LABELS: tuple[_Label, ...] = (
     _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", ("码",), _DIGITS, strict=True,
            space=r"\s*"),
     _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|combo|(?:door|alarm|gate|garage|lock|locker|safe"
-           r"|keypad|entry|building|lockbox|key\s+box)\s+(?:code|combination)))",
-           ("pin", "passcode", "code", "combination", "combo"), _KEYPAD, strict=True),
+           r"|keypad|entry|building|lockbox|key\s+box)\s+(?:code|combination)|key\s*safe|lockbox|key\s+box))",
+           ("pin", "passcode", "code", "combination", "combo", "safe", "box"), _KEYPAD, strict=True),
     _Label("national_id",
            r"(?i:\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?|national\s+insurance(?:\s+(?:number|no\.?))?"
            r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
@@ -124,6 +124,11 @@ _PASS = re.compile(
 )
 """`user: alice pass: hunter2`: "pass" counts only after a user name on the same line."""
 
+_ZH_DIGITS_LATER = re.compile(
+    _ZH_PASSWORD + r"[^\d\n，。；！？,;]{1,10}?(?<!\d)(?P<value>\d{6})(?!\d)"
+)
+"""A Chinese payment or bank password typed a few words after its name ("支付密码我输了好几遍258369"):
+six digits, as those passwords are."""
 ENV_SECRET = re.compile(
     r"\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY|ACCESS_KEY"
     r"|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY)[A-Z0-9_]*"
@@ -136,7 +141,7 @@ def label_patterns() -> tuple[Rule, ...]:
     """Every labelled rule, in the order they are applied (quoted values first)."""
     out = []
     for label in _LABELS:
-        words = rf"(?:{label.words})(?:\s+(?:for|of|to)(?:\s+[\w.\-@]+){{1,3}}?)?"
+        words = rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,3}}?)?"
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
         patterns = [] if label.strict else [words + _IS + _QUOTED]
         patterns += [words + _IS + (strict if label.strict else _VALUE), words + label.space + strict]
@@ -144,6 +149,7 @@ def label_patterns() -> tuple[Rule, ...]:
     out.append(Rule("password", _LOGIN, ("login", "log-in", "sign", "cred", "user", "账", "帐",
                                           "登录", "登陆")))
     out.append(Rule("password", _PASS, ("pass",)))
+    out.append(Rule("password", _ZH_DIGITS_LATER, ("密码",)))
     out.append(Rule("password", ENV_SECRET, ("pass", "pwd", "secret", "token", "key")))
     return tuple(out)
 
