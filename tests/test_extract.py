@@ -234,6 +234,20 @@ def extract(*texts: str) -> list:
         ('I have just qualified as a paramedic', 'fact'),
         ('my cat Miso got diagnosed with kidney disease', 'fact'),
         ('A lesson from this winter: the pipes freeze if the heating goes off', 'lesson'),
+        ('二宝刚满月 大宝今年四岁了', 'fact'),
+        ('回复简单点 别跟我讲大道理', 'preference'),
+        ('每次先喂奶再洗澡 这个办法挺管用', 'lesson'),
+        ('我就想攒够十万回老家开个小卖部', 'goal'),
+        ('明年想在城东开第二家店', 'goal'),
+        ('我不干顺丰了 跳到京东了', 'fact'),
+        ('现在每周两天在家办公', 'fact'),
+        ('白天婆婆过来帮忙带孩子', 'fact'),
+        ('医院说是花生过敏', 'fact'),
+        ('房租一个月1500', 'fact'),
+        ('老家是安徽阜阳的', 'fact'),
+        ('谈了个对象 也是老乡', 'fact'),
+        ('our rent went up to 1200 a month', 'fact'),
+        ('i work 4 days a week at the cafe', 'fact'),
     ],
 )
 def test_statements_get_their_category_verbatim(text, category):
@@ -332,6 +346,7 @@ def test_statements_get_their_category_verbatim(text, category):
         'the Jets lost again last night... dont know why I bother',
         "don't worry about it",
         '问下 这个多少钱',
+        '我不过敏',
     ],
 )
 def test_chitchat_questions_and_secrets_yield_nothing(text):
@@ -535,6 +550,12 @@ def test_single_valued_statements_get_a_key(text, key, value):
 def test_a_known_value_sets_only_the_attribute_the_statement_is_about(text, key, value):
     [c] = extract(text)
     assert (c.key, (c.structured_data or {}).get("value") if key else None) == (key, value)
+
+
+def test_a_clause_without_a_subject_is_the_users_only_after_the_user_spoke():
+    [c] = extract("谈了个对象 也是老乡 在观澜那边电子厂上班")
+    assert c.key is None  # where the partner works is not the user's employer
+    assert [c.key for c in extract("我住在杭州，在阿里上班")] == ["fact.location", "fact.employer"]
 
 
 def test_a_city_that_shares_a_tool_name_sets_no_tool():

@@ -111,6 +111,9 @@ RULES: tuple[Rule, ...] = (
     Rule("fact", rx(rf"{_I}\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+(?:here\s+|over\s+|away\s+)?"
                     rf"from\s+{_NAME}(?:\s*(?:[,;!]|\.(?:\s|$)|$)|\s+(?:in|last|this|a|an|two|three|few|several"
                     r"|years?|when|after|before|since|because)\b)")),
+    # rent and hours worked: before the preferences' routines ("I work 4 days a week")
+    Rule("fact", rx(r"\b(?:my|our)\s+rent\s+(?:is|went|goes|was|'s)\b|\bpaying\s+\$?\d+\s+(?:a|per)\s+(?:week|month)\b"
+                    r"|\bI\s+work\s+\d+\s+(?:days|shifts|nights|hours)\b")),
     # a student's major: before the preferences' "switched ... to"
     Rule("fact", rx(r"\bI(?:'m|\s+am)\s+(?:changing|switching)\s+my\s+major\s+to\s+|(?:^|\bI\s+)(?:just\s+)?(?:changed|switched)"
                     r"\s+my\s+major\s+to\s+|\bmy\s+major\s+is\s+|\bI(?:'m|\s+am)\s+(?:an?\s+)(?=[\w -]{1,30}?\s+major\b)"

@@ -176,31 +176,31 @@ def _pieces(text: str, start: int, end: int) -> list[Piece | None]:
             continue
         group: list[tuple[int, int]] = []
         first = True
+        implied = False
         for a, b in clauses:
             if (a, b) not in kept:
                 if group:
-                    pieces.append(_piece(text, group, first))
-                    first = False
-                    group = []
+                    pieces.append(_piece(text, group, first, implied))
+                    first, implied, group = False, False, []
                 continue
             head = strip_lead(text[a:b])
-            if group and (
-                _OPENER.match(head) or _SHIFT.match(text[a:b].strip()) or _IMPLIED_SUBJECT.match(head)
-            ):
-                pieces.append(_piece(text, group, first))
-                first = False
-                group = []
+            # a clause without its subject goes on about the user only after the user spoke
+            goes_on = bool(group) and bool(_IMPLIED_SUBJECT.match(head)) and (
+                implied or bool(_OPENER.match(strip_lead(text[group[0][0]:group[0][1]])))
+            )
+            if group and (_OPENER.match(head) or _SHIFT.match(text[a:b].strip()) or goes_on):
+                pieces.append(_piece(text, group, first, implied))
+                first, implied, group = False, goes_on, []
             group.append((a, b))
         if group:
-            pieces.append(_piece(text, group, first))
+            pieces.append(_piece(text, group, first, implied))
     return pieces
 
 
-def _piece(text: str, group: list[tuple[int, int]], sentence_start: bool) -> Piece:
+def _piece(text: str, group: list[tuple[int, int]], sentence_start: bool, implied: bool) -> Piece:
     start, end = group[0][0], group[-1][1]
     body = text[start:end].strip().rstrip(",，、;；").strip()
     head = text[group[0][0]:group[0][1]].strip()
-    implied = not sentence_start and bool(_IMPLIED_SUBJECT.match(strip_lead(head)))
     first_person = implied or bool(_OPENER.match(strip_lead(head)))
     return Piece(
         text=body,
