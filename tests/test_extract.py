@@ -516,6 +516,7 @@ def test_remember_prefix_is_stripped():
         ("I keep all my recipes in Notion", "preference.notes_app", "Notion"),
         ("I don't use React anymore, Vue is fine", "preference.frontend_framework", "Vue"),
         ("I no longer use Windows, I'm on macOS now", "preference.os", "macOS"),
+        ("i dont use windows anymore, im on macos now", "preference.os", "macos"),
         ("我不用 yarn 了，现在都用 pnpm", "preference.package_manager", "pnpm"),
         ("我在一家物流公司做会计", "fact.employer", "一家物流公司做会计"),
         ("im changing my major to biology", "fact.major", "biology"),

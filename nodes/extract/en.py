@@ -58,6 +58,8 @@ _CONDITION = (
     r"|colou?r-?blind|deaf|blind|pregnant|lactose intolerant|asthmatic|epileptic|gluten-free|sober"
     r"|teetotal|halal|kosher)"
 )
+_SHIFT = r"(?:day|night|evening|morning|early|late|graveyard|weekend|swing)\s+shifts?"
+"""A work shift ("night shift", "early shifts")."""
 _NAME = r"(?-i:[A-Z])[\w.'-]*(?:\s+(?-i:[A-Z])[\w.'-]*)*"
 """A capitalised name of one or more words ("Lisbon", "St Mary's")."""
 _DIET = r"(?:vegetarian|vegan|pescatarian|flexitarian|keto|paleo|carnivore|raw vegan)"
@@ -197,11 +199,9 @@ RULES: tuple[Rule, ...] = (
                     r"|\bI\s+(?:just\s+|recently\s+|finally\s+)?(?:got|landed|accepted|took|started)\s+an?\s+(?:new\s+)?"
                     r"(?:job|position|role)\s+(?:as\s+(?:an?\s+)?[\w -]{1,30}?\s+)?(?:at|with)\s+(?=(?-i:[A-Z]))"),
          kind="fact.employer"),
-    Rule("fact", rx(r"\bI\s+(?:just\s+|finally\s+)?(?:got\s+)?(?:moved|switched|transferred|went|changed)\s+(?:back\s+)?to\s+(?:the\s+)?"
-                    r"(?=(?:day|night|evening|morning|early|late|graveyard|weekend|swing)\s+shifts?\b)"
-                    r"|\bI(?:'m|\s+am)\s+(?:now\s+|still\s+)?on\s+(?:the\s+)?(?=(?:day|night|evening|morning|early|late|graveyard"
-                    r"|weekend|swing)\s+shifts?\b)|\bI\s+(?:now\s+|still\s+)?work\s+(?:the\s+)?(?=(?:day|night|evening"
-                    r"|morning|early|late|graveyard|weekend|swing)\s+shifts?\b)"), kind="fact.shift"),
+    Rule("fact", rx(r"\bI(?:\s+(?:just\s+|finally\s+)?(?:got\s+)?(?:moved|switched|transferred|went|changed)\s+(?:back\s+)?to"
+                    r"|(?:'m|\s+am)\s+(?:now\s+|still\s+)?on|\s+(?:now\s+|still\s+)?work)"
+                    rf"(?=\s+(?:the\s+)?{_SHIFT}\b)\s+(?:the\s+)?"), kind="fact.shift"),
     Rule("fact", rx(r"\bI\s+(?:just\s+|recently\s+|finally\s+|also\s+)?(?:quit|left|gave up)\s+(?:my|the|that)\s+"
                     r"(?:[\w-]+\s+){0,3}?(?:job|position|role|gig)\b"
                     r"|\bI\s+(?:also\s+|still\s+)?work\s+(?:the|a|as a)\s+[\w -]{1,25}?\s+(?:at|for|in)\s+"

@@ -163,14 +163,19 @@ class _Hit:
     """The statement's object only points back ("I really like it"): it confirms what came before."""
 
 
-def _judge(text: str, implied_subject: bool = False) -> _Hit | None:
-    """The rule a piece matches after the filters, or None; a piece whose subject is implied
-    ("..., work at Dell") is read with it ("I work at Dell")."""
+def _reading(text: str, implied_subject: bool = False) -> str:
+    """What the rules read of a piece: its leading fillers left out, chat spellings written out
+    (English), and its subject when it is implied ("..., work at Dell" reads "I work at Dell")."""
     head = strip_lead(text)
-    if not has_cjk(head):
-        head = spelled_out(head)
-    if implied_subject:
-        head = f"我{head}" if has_cjk(head) else f"I {head}"
+    if has_cjk(head):
+        return f"我{head}" if implied_subject else head
+    head = spelled_out(head)
+    return f"I {head}" if implied_subject else head
+
+
+def _judge(text: str, implied_subject: bool = False) -> _Hit | None:
+    """The rule a piece matches after the filters, or None (see `_reading`)."""
+    head = _reading(text, implied_subject)
     if len(head) < 3 or is_hypothetical(head):
         return None
     found = first_match(
@@ -278,8 +283,9 @@ def _candidate(draft: _Draft, text: str) -> MemoryCandidate | None:
     key, data = key_for(draft.rule, draft.match, draft.head)
     if key is None and draft.rule.kind == "neg" and len(pieces) > 1:
         # a dislike whose later pieces name what replaced it ("I no longer use X, I'm on Y now")
-        match = draft.rule.pattern.search(content)
-        whole = key_for(draft.rule, match, content) if match else (None, None)
+        said_all = _reading(content)
+        match = draft.rule.pattern.search(said_all)
+        whole = key_for(draft.rule, match, said_all) if match else (None, None)
         if whole[0] is not None:
             key, data = whole
     if data is None:
