@@ -197,12 +197,43 @@ class LocalEmbeddings(Embeddings):
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
-    def _load(self) -> _Model:
+    def preload(self, texts: Sequence[str] = ()) -> threading.Thread:
+        """Load the model and embed `texts` into the cache on a thread of its own, for a caller
+        with other work to do before its first embedding (`engram memory search` opens Chroma
+        meanwhile): building the ONNX session and running it release the GIL, so on a second
+        core this costs the caller no time, and the model's first run (slower than the next
+        ones) is done too. An embedding asked for meanwhile waits for the load; if the load
+        failed, it loads again and raises there. The model folder is found, and onnxruntime and
+        tokenizers are imported, on the calling thread: no import races the caller's own.
+        Returns the started thread.
+
+        Raises:
+            EmbeddingModelNotFoundError: The model files are nowhere (see `resolve_model_dir`).
+        """
+        folder = resolve_model_dir(self.model_dir)
+        import onnxruntime  # noqa: F401
+        import tokenizers  # noqa: F401
+
+        thread = threading.Thread(
+            target=self._try_preload, args=(folder, list(texts)), name="engram-model-preload"
+        )
+        thread.start()
+        return thread
+
+    def _try_preload(self, folder: Path, texts: list[str]) -> None:
+        try:
+            self._load(folder)
+            if texts:
+                self._embed(texts)
+        except Exception as exc:  # noqa: BLE001 - the caller's first embedding raises it again
+            logger.debug("preloading the embedding model failed: %s", exc)
+
+    def _load(self, folder: Path | None = None) -> _Model:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
                     self._model = _Model.load(
-                        resolve_model_dir(self.model_dir),
+                        folder or resolve_model_dir(self.model_dir),
                         self.max_length,
                         self.model_cache,
                         partial(_session_options, self.prepack_weights, self.threads),

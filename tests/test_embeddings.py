@@ -115,6 +115,42 @@ def test_one_thread_gives_the_same_vectors_bit_for_bit() -> None:
     assert one._load().session.get_session_options().intra_op_num_threads == 1
 
 
+def test_preload_embeds_on_another_thread_into_the_cache() -> None:
+    """What `engram memory search` does while Chroma loads: the query's vector is ready, and
+    the same as computed on the caller's thread."""
+    preloaded = LocalEmbeddings(threads=1, prepack_weights=False)
+    loaded_here = LocalEmbeddings(threads=1, prepack_weights=False)
+    preloaded.preload(["which editor theme?"]).join()
+
+    assert preloaded.cache_info().currsize == 1
+    assert preloaded.embed_query("which editor theme?") == loaded_here.embed_query(
+        "which editor theme?"
+    )
+    assert preloaded.cache_info().hits == 1  # nothing was embedded on this thread
+
+
+def test_a_failed_preload_is_raised_by_the_first_embedding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "tokenizer.json").symlink_to(resolve_model_dir() / "tokenizer.json")
+    (broken / "model.onnx").write_bytes(b"not an onnx model")
+    thread_errors: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", thread_errors.append)
+    emb = LocalEmbeddings(broken, model_cache=False)
+
+    emb.preload(["hello"]).join()  # fails quietly on its thread...
+    with pytest.raises(Exception, match="(?i)protobuf|onnx|model"):
+        emb.embed_query("hello")  # ...and loudly where the vector is wanted
+    assert thread_errors == []
+
+
+def test_preload_without_model_files_raises_at_once(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingModelNotFoundError, match=str(tmp_path)):
+        LocalEmbeddings(tmp_path).preload(["hello"])
+
+
 def test_similar_texts_score_higher_than_unrelated(emb: LocalEmbeddings) -> None:
     query = emb.embed_query("Which editor theme does the user like?")
     related, unrelated = emb.embed_documents(

@@ -478,3 +478,21 @@ def test_a_dry_run_needs_no_model_and_no_key(data, monkeypatch):
     assert dry["compression"] == "dry run: the model was not called"
     assert len(dry["compressed"][0]["sources"]) == 3 and dry["compressed"][0]["created"] == []
     assert "cannot load this chat model" in said(cli(*args, code=2).stderr)  # a real run needs it
+
+
+def test_no_embedding_model_is_a_one_line_error_and_stores_nothing(data, tmp_path, monkeypatch):
+    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+
+    add("Alice prefers tea")
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    with monkeypatch.context() as nowhere:  # no model files, and chromadb's download fails
+        nowhere.setenv("ENGRAM_EMBEDDING_MODEL_DIR", str(empty))
+        nowhere.setattr(ONNXMiniLM_L6_V2, "DOWNLOAD_PATH", tmp_path / "no-cache")
+        nowhere.setattr(ONNXMiniLM_L6_V2, "MODEL_DOWNLOAD_URL", "http://127.0.0.1:9/onnx.tar.gz")
+        for args in (("search", "tea"), ("add", "Alice moved to Lisbon")):
+            result = cli(*args, "--user", "alice", code=1)
+            assert result.stderr.startswith("error: all-MiniLM-L6-v2 ONNX files")
+            assert "ENGRAM_EMBEDDING_MODEL_DIR" in result.stderr
+            assert "Traceback" not in result.stderr
+    assert [m["content"] for m in cli("list", "--user", "alice", "--json")] == ["Alice prefers tea"]

@@ -32,6 +32,7 @@ from engram.graph.cli.memory_support import (
     collector_paused_until_open,
     ensure_user,
     err,
+    is_missing_model,
     known_users,
     memory_table,
     no_idle_blas_threads,
@@ -94,6 +95,11 @@ def command(func: F) -> F:
         except CliError as exc:
             err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
             raise typer.Exit(exc.code) from None
+        except FileNotFoundError as exc:
+            if not is_missing_model(exc):
+                raise
+            err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
+            raise typer.Exit(1) from None
 
     app.command(func.__name__.rstrip("_"), cls=PlainCommand)(run)
     return func
@@ -153,7 +159,7 @@ def search(
     from engram.stores.memory.long_term import LongTermMemory
 
     user_id = user or DEFAULT_USER
-    with open_backend(data, embeds_few=True) as backend:
+    with open_backend(data, embeds_few=True, query=query) as backend:
         found = LongTermMemory(backend.store).search(
             checked_user(user_id),
             query,
