@@ -9,8 +9,10 @@ one's wall time and CPU time (user + system, from the kernel's accounting of the
 ratio reported is the median of the per-repetition ratios, so load from other processes hits both
 sides of a pair alike. The commands run with bytecode caching on (see `_child_env`). A second
 floor, `chromadb.PersistentClient` on the same folder, shows what Chroma itself costs a command
-that reads data ("cpu ÷ client"); a third, loading engram's ONNX embedding model and embedding one
-query, what `search` and `add` (which embed text) cannot do without ("cpu ÷ embed"). The
+that reads data ("cpu ÷ client"); a third adds langgraph's `BaseStore` module, which every store
+command imports (the store is a LangGraph store); a fourth, loading engram's ONNX embedding model
+and embedding one query, what `search` and `add` (which embed text) cannot do without ("cpu ÷
+embed"). The
 embedding model starts from its optimised copy (`engram.stores.optimized_model`), as in every
 process but the first after an install: seeding the folder builds the copy if there is none.
 """
@@ -39,10 +41,14 @@ TARGET_RATIO = 1.3
 BASELINE = "import chromadb"
 CLIENT = "import chromadb; PersistentClient(folder)"
 """A second floor for commands that read data: Chroma's own client start-up on the folder."""
+STORE = "import chromadb, langgraph.store.base; PersistentClient(folder)"
+"""The least any engram store command does: Chroma's client, and langgraph's `BaseStore` module,
+which imports langchain-core's `Embeddings` and with it langchain-core's callbacks, messages,
+`requests` and `pydantic.v1`."""
 EMBED = "import chromadb; embed one query"
-"""What `search` and `add` cannot do without: loading engram's ONNX embedding model and
-embedding one text."""
-FLOORS = (BASELINE, CLIENT, EMBED)
+"""What `search` and `add` cannot do without: loading engram's ONNX embedding model (a
+langchain-core `Embeddings`) and embedding one text."""
+FLOORS = (BASELINE, CLIENT, STORE, EMBED)
 RUN = "{run}"
 """Replaced in a command by the number of its run: `add` stores a new text each time."""
 
@@ -57,6 +63,14 @@ def contenders(data: Path, memory_id: str) -> dict[str, list[str]]:
             sys.executable,
             "-c",
             f"import chromadb; chromadb.PersistentClient(path={str(data / 'chroma')!r})",
+        ],
+        STORE: [
+            sys.executable,
+            "-c",
+            (
+                "import chromadb, langgraph.store.base; "
+                f"chromadb.PersistentClient(path={str(data / 'chroma')!r})"
+            ),
         ],
         EMBED: [
             sys.executable,
