@@ -121,6 +121,10 @@ def test_a_text_that_is_only_a_secret_says_so(text):
         "我的身份证过期了",
         "wifi pass is free at the cafe",
         "I ordered the burger combo for 12",
+        "the password is still wrong",
+        "密码还是错的",
+        "my birthday is 0316 and my pin is different",
+        "my password is the name of our street",
     ],
 )
 def test_ordinary_text_is_left_alone(text):
@@ -172,4 +176,37 @@ def test_the_whole_secret_goes_and_the_words_around_it_stay(text, expected):
     ],
 )
 def test_a_word_about_the_secret_is_not_the_secret_unless_quoted(text, expected):
+    assert redact(text).text == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("the pin is still 4321", f"the pin is still {REDACTED}"),
+        ("my password is just hunter2", f"my password is just {REDACTED}"),
+        ("我密码还是abc123", f"我密码还是{REDACTED}"),
+        ("密码一直是sunshine88", f"密码一直是{REDACTED}"),
+    ],
+)
+def test_an_adverb_before_the_value_does_not_hide_it(text, expected):
+    assert redact(text).text == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("my pin is my birthday 0316", f"my pin is {REDACTED}"),
+        ("my pin is my birthday", f"my pin is {REDACTED}"),
+        ("the door code is my son's birthday, 0412", f"the door code is {REDACTED}"),
+        ("the pin is the last four of my phone 5521", f"the pin is {REDACTED}"),
+        ("my password is my dog's name", f"my password is {REDACTED}"),
+        ("密码是生日 19880316", f"密码是{REDACTED}"),
+        ("银行卡密码是我生日 880316", f"银行卡密码是{REDACTED}"),
+        ("wifi密码就是手机号 13912345678", f"wifi密码就是{REDACTED}"),
+        ("支付密码是我手机尾号后六位", f"支付密码是{REDACTED}"),
+    ],
+)
+def test_a_secret_said_to_be_a_personal_number_goes_with_its_description(text, expected):
+    """The birthday or phone number may be in the memories: the description would give the
+    secret away."""
     assert redact(text).text == expected

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from engram.stores.secrets.formats import Rule
 
 _IS = (
-    r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+set\s+to|\s+now)?\s+|\s*[=:：]\s*|\s+(?:set\s+to|changed\s+to)\s+"
-    r"|\s*(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*)"
+    r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+(?:set\s+to|now|still|just|also|always|simply|actually"
+    r"|currently))?\s+|\s*[=:：]\s*|\s+(?:set\s+to|changed\s+to)\s+"
+    r"|\s*(?:就|也|还|都|仍然|依然|一直|其实)?(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*)"
 )
-"""A separator after which whatever follows is the secret (a JSON/YAML key may close its quote)."""
+"""A separator after which whatever follows is the secret (a JSON/YAML key may close its quote);
+an adverb may stand before the value ("the pin is still 4321", "密码还是abc123")."""
 _QUOTE_OPEN = r"[\"'`“「]"
 _QUOTE_CLOSE = r"[\"'`”」]"
 _END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?](?:\s|$)|$)"
@@ -129,6 +131,25 @@ _ZH_DIGITS_LATER = re.compile(
 )
 """A Chinese payment or bank password typed a few words after its name ("支付密码我输了好几遍258369"):
 six digits, as those passwords are."""
+_PERSONAL_NUMBER = (
+    r"(?:(?i:(?:my|our|his|her|their|the)\s+)?(?i:\w+'s\s+)?(?i:birthday|birth\s*date|date\s+of\s+birth"
+    r"|dob|anniversary|wedding\s+date|phone(?:\s+number)?|house\s+number|zip(?:\s+code)?|postcode"
+    r"|last\s+(?:four|4|six|6)(?:\s+digits)?|maiden\s+name)\b|(?i:(?:my|our|his|her|their|the)\s+)?"
+    r"(?i:\w+'s\s+name)\b"
+    r"|(?:我|我的|他|她|老婆|老公|孩子|儿子|女儿|妈妈?|爸爸?)?的?(?:生日|出生日期|结婚纪念日|纪念日|手机号码?"
+    r"|手机尾号|尾号|门牌号|车牌号)(?:的?后(?:四|六|4|6)位)?)"
+)
+_DATE_OR_DIGITS = (
+    r"(?<![\d-])(?:\d{4}[-./年]\d{1,2}[-./月]\d{1,2}日?|\d{1,2}[-/.]\d{1,2}|\d{3,11})(?!\d)"
+)
+_DERIVED = re.compile(
+    r"(?:(?i:\b(?:password|passcode|passwd|pwd|pin(?:\s+(?:code|number))?|combo|combination"
+    r"|(?:door|alarm|gate|garage|lock|safe|keypad)\s+code))|" + _ZH_PASSWORD + r"|(?i:pin)\s*码)"
+    + _IS + r"(?P<value>" + _PERSONAL_NUMBER + r"(?:[^\d\n。；！？;]{0,16}?" + _DATE_OR_DIGITS + r")?)"
+)
+"""A password or PIN said to be a personal number ("my pin is my birthday 0316", "密码是生日
+19880316", "wifi密码就是手机号 139..."): the description goes with the number, since the memories
+may hold the birthday or the phone number that would give the secret away."""
 ENV_SECRET = re.compile(
     r"\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY|ACCESS_KEY"
     r"|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY)[A-Z0-9_]*"
@@ -138,8 +159,10 @@ ENV_SECRET = re.compile(
 
 
 def label_patterns() -> tuple[Rule, ...]:
-    """Every labelled rule, in the order they are applied (quoted values first)."""
-    out = []
+    """Every labelled rule, in the order they are applied (a personal number named as the secret
+    first, then quoted values)."""
+    derived = ("pass", "pw", "pin", "combo", "combination", "code", "密码", "口令", "码")
+    out = [Rule("password", _DERIVED, derived)]  # before the labels would take the description
     for label in _LABELS:
         words = rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,3}}?)?"
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
