@@ -361,6 +361,65 @@ def test_only_user_messages_are_sources():
     assert RuleExtractor().extract(messages) == []
 
 
+def _answer(question: str, answer: str, *, context: bool = False) -> list[tuple[str, str]]:
+    asking = AIMessage(f"Nice. {question}", id="a1")
+    said = HumanMessage(answer, id="u1")
+    found = (
+        RuleExtractor().extract([said], context=[asking])
+        if context
+        else RuleExtractor().extract([asking, said])
+    )
+    return [(c.category, c.content) for c in found]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("Who helps you on the farm?", "wife nuala does the books. young lad cian 14 helps evenings",
+         ("fact", "Who helps you on the farm? wife nuala does the books. young lad cian 14 helps evenings")),
+        ("儿子多大了？", "十四了 上初二", ("fact", "儿子多大了？ 十四了 上初二")),
+        ("Still saving for the GPU?", "scratch the gpu, getting a steam deck instead. need 550 got 320",
+         ("goal", "Still saving for the GPU? scratch the gpu, getting a steam deck instead. need 550 got 320")),
+        ("还住宿舍吗？", "没 跟室友在街道口合租了个单间 一个月1200",
+         ("fact", "还住宿舍吗？ 没 跟室友在街道口合租了个单间 一个月1200")),
+        # the request in the answer is not part of it
+        ("What do you grow?", "tomatoes and 3 kinds of basil. can you make me a watering schedule?",
+         ("fact", "What do you grow? tomatoes and 3 kinds of basil.")),
+    ],
+)
+def test_an_answer_to_the_assistants_question_is_kept_with_the_question(question, answer, expected):
+    assert _answer(question, answer) == [expected]
+    assert _answer(question, answer, context=True) == [expected]  # asked in the earlier window
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("Want a checklist?", "pls. new tenant for parma starts june 1"),  # an offer, not a question
+        ("按一天干6小时算，几个月能攒够，我帮你算算？", "你算算 谢谢你啊 攒够了就去北京看孙子"),
+        ("What does the error say exactly?", "failed to resolve source metadata: i/o timeout"),  # the moment
+        ("Any name yet?", "not yet. cavan lost again sunday so im in no mood"),  # small talk
+        ("Which one?", "no"),
+        ("回程呢？", "回程还没想好 先放着"),  # not decided
+        ("How is it going?", "I think it's fine, maybe 20 done"),  # hedged
+    ],
+)
+def test_no_memory_from_an_answer_that_says_nothing_lasting(question, answer):
+    assert _answer(question, answer) == []
+
+
+def test_an_answer_the_rules_already_read_is_not_kept_twice():
+    assert _answer("What do you use?", "I prefer Vim for everything") == [
+        ("preference", "I prefer Vim for everything")
+    ]
+
+
+def test_an_answer_secret_is_redacted_with_the_question():
+    [(_, content)] = _answer("Where does your sister Maya live now?", "lisbon since 2023, door code 4471")
+    assert "4471" not in content and "lisbon since 2023" in content
+    assert _answer("What's the wifi password?", "hunter2") == []  # only a secret
+
+
 def test_a_message_with_several_statements_gives_several_candidates():
     candidates = extract("Hey! I work at Acme as a data engineer and I plan to learn Rust this year. What's new?")
     assert [(c.category, c.content) for c in candidates] == [

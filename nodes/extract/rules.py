@@ -1,8 +1,9 @@
 """The offline memory extractor: first-person statements found by rules, English and Chinese.
 
 Used when no memory model is configured (DESIGN "Models and offline mode"). It reads the user's
-messages only (the assistant's replies are not facts about the user) and keeps, verbatim, the
-statements that say something durable, so names, versions, numbers and paths survive:
+messages (the assistant's replies are not facts about the user; only a question the user answers
+is kept with the answer, see `answers`) and keeps, verbatim, the statements that say something
+durable, so names, versions, numbers and paths survive:
 
 1. secrets are redacted from the message first (`engram.stores.secrets`);
 2. the message is cut into pieces (`text`): lines and list items, sentences, clauses;
@@ -34,8 +35,9 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from engram.nodes.extract.answers import answer_candidate, asked
 from engram.nodes.extract.casual import spelled_out
 from engram.nodes.extract.en import RULES as EN_RULES
 from engram.nodes.extract.filters import (
@@ -110,17 +112,28 @@ class RuleExtractor:
     ) -> list[MemoryCandidate]:
         """Candidates from the user's messages, in order, one per statement found."""
         earlier = [message_content(m) for m in context if isinstance(m, HumanMessage)]
+        question = _question_in(context[-1]) if context else None
         found: dict[str, MemoryCandidate] = {}
         for message in messages:
             if not isinstance(message, HumanMessage):
+                question = _question_in(message)
                 continue
             text = message_content(message)
             goal_list = any(_GOAL_LIST.search(t) for t in earlier[-_TOPIC_WINDOW:])
-            for candidate in message_candidates(text, goal_list=goal_list):
+            candidates = message_candidates(text, goal_list=goal_list)
+            if not candidates and question is not None:
+                candidates = [c for c in [answer_candidate(question, text)] if c is not None]
+            for candidate in candidates:
                 candidate.message_ids = [message.id] if message.id else None
                 found.setdefault(candidate.content.casefold(), candidate)
             earlier.append(text)
+            question = None
         return list(found.values())
+
+
+def _question_in(message: BaseMessage) -> str | None:
+    """The question an assistant's message ends with, asking the user (see `answers`)."""
+    return asked(message_content(message)) if isinstance(message, AIMessage) else None
 
 
 def classify(statement: str) -> MemoryCandidate | None:

@@ -1,0 +1,177 @@
+"""The user's answer to the assistant's question about them: what the rules' wording misses.
+
+People often state a fact only when asked: "Who helps you on the farm?" - "wife nuala does the
+books, young lad cian 14 helps evenings"; "儿子多大了？" - "十四了 上初二". No first-person
+wording marks these, and the answer alone lacks its topic, so the memory holds the question
+before the user's words ("Who helps you on the farm? wife nuala does ..."). Only when:
+
+- the rules found nothing in the message;
+- the question is the last sentence of the assistant's message, and not an offer ("Want me to
+  ...?", "要不要我..."), not about the work at hand ("What does the error say?": its answer is
+  the state of the moment), not about a password, code or key (its answer may be a secret that
+  no label marks);
+- the answer, without its questions and requests, names a detail or has words enough to hold
+  one, and is not small talk, a passing moment, a supposition, a hedge, a report of progress,
+  pasted code, a bare no, not decided yet, or only a secret.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engram.nodes.extract.filters import (
+    is_chitchat,
+    is_ephemeral,
+    is_hedged,
+    is_hypothetical,
+    is_pasted,
+    is_question,
+    is_report,
+    strip_lead,
+)
+from engram.nodes.extract.keys import key_in, terms
+from engram.nodes.extract.text import has_detail, units
+from engram.stores.memory.content import content_problem
+from engram.stores.memory.types import Category, MemoryCandidate
+from engram.stores.secrets import is_only_secret, redact
+
+ANSWER_CONFIDENCE = 0.6
+"""Below the rules' own (0.7): the topic comes from the assistant's question, the fact from the
+user's words."""
+MAX_QUESTION = 160
+"""Characters of the question kept before the answer."""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+_OFFER = re.compile(
+    r"^(?:(?:do |would )?you (?:want|need)|(?:want|need) (?:me|a|an|some|the|to|help|more|anything)\b"
+    r"|would you like|shall I|should I|can I|may I|anything else|还有别的|还需要)"
+    r"|.*(?:要不要我|需要我|我帮你|我来帮|要我帮|给你(?:列|写|出|做))",
+    re.IGNORECASE,
+)
+_ABOUT_THE_TASK = re.compile(
+    r"\b(?:errors?|exceptions?|logs?|stack|traces?|tests?|deploy(?:s|ed|ment)?|builds?|cache[sd]?|caching"
+    r"|queues?|config(?:ured|uration)?|options?|diff|commits?|branch|quer(?:y|ies)|endpoints?|requests?"
+    r"|responses?|timeouts?|cpu|latency|versions?|install(?:ed)?|running|output|flags?|settings?|code"
+    r"|server|database|worker|limit|memory usage|say|says|said|changed|built|going out|next on)\b"
+    r"|报错|日志|错误|测试|部署|配置|版本|代码|接口|服务器|数据库|哪一步|做到|进度",
+    re.IGNORECASE,
+)
+"""A question about the work at hand ("What does the error say?", "is the queue still rising?"):
+its answer is the state of the moment, not a fact about the person."""
+_ASKS_FOR_SECRET = re.compile(
+    r"\b(?:pass(?:word|code|phrase)?|pin|codes?|tokens?|keys?|secrets?|cvv|cvc|ssn|login|credentials?)\b"
+    r"|密码|口令|验证码|密钥|秘钥|账号|帐号",
+    re.IGNORECASE,
+)
+"""A question whose answer may be a secret no label marks ("What's the wifi password?" - "hunter2")."""
+_BARE_NO = re.compile(
+    r"^(?:no|nope|nah|not (?:yet|really|sure)|none|never|dunno|idk|没有?|不是|还没|不知道|没想好|不)"
+    r"[\W_]*$",
+    re.IGNORECASE,
+)
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_WORD = re.compile(r"[A-Za-z0-9']+")
+_UNDECIDED = re.compile(
+    r"\b(?:not sure yet|haven'?t decided|undecided|no idea yet|tbd)\b|还没想好|没想好|还没定|没定|不确定|再说吧",
+    re.IGNORECASE,
+)
+_CATEGORY_CUES: tuple[tuple[Category, re.Pattern[str]], ...] = (
+    (
+        "goal",
+        re.compile(
+            r"\b(?:goals?|plans?|planning|aim(?:ing)?|targets?|saving|going for|hoping|want to|trying to)\b"
+            r"|目标|计划|打算|准备|规划|想要?",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "preference",
+        re.compile(
+            r"\b(?:prefer|like|favou?rite|enjoy|rather|usually use)\b|喜欢|爱吃|偏好|习惯",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def asked(assistant_text: str) -> str | None:
+    """The question the assistant's message ends with, when it asks the user something (not an
+    offer to do something for them), redacted; else None.
+
+    Example:
+        >>> asked("Makes sense. Who helps you on the farm?"), asked("Want me to draft it?")
+        ('Who helps you on the farm?', None)
+    """
+    sentences = [s for s in _SENTENCE_END.split(assistant_text.strip()) if s.strip()]
+    if not sentences:
+        return None
+    last = sentences[-1].strip()
+    if (
+        not last.endswith(("?", "？"))
+        or len(last) > MAX_QUESTION
+        or _OFFER.match(last)
+        or _ABOUT_THE_TASK.search(last)
+        or _ASKS_FOR_SECRET.search(last)
+    ):
+        return None
+    return redact(last).text
+
+
+def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:
+    """The memory a user's `answer` to `question` makes, or None (see the module docstring).
+
+    Example:
+        >>> answer_candidate("Who helps you on the farm?", "wife nuala does the books, cian 14 helps").content
+        'Who helps you on the farm? wife nuala does the books, cian 14 helps'
+        >>> answer_candidate("Any name yet?", "not yet. cavan lost again so im in no mood") is None
+        True
+    """
+    said = _statements(redact(answer).text)
+    if (
+        not said
+        or is_only_secret(said)
+        or _BARE_NO.match(said)
+        or _UNDECIDED.search(said)
+        or is_question(said)
+        or is_chitchat(said)
+        or is_ephemeral(said)
+        or is_hypothetical(said)
+        or is_hedged(said)
+        or is_report(said)
+        or is_pasted(said)
+        or not _says_something(said)
+    ):
+        return None
+    content = f"{question} {said}"
+    if content_problem(content) is not None:
+        return None
+    category = _category(question)
+    key, data = key_in(said)
+    if key is not None and not key.startswith(f"{category}."):
+        key, data = None, None  # a term of another kind of memory ("forest" is no preference here)
+    return MemoryCandidate(
+        content=content,
+        category=category,
+        key=key,
+        structured_data=data,
+        confidence=ANSWER_CONFIDENCE,
+    )
+
+
+def _statements(text: str) -> str:
+    """What the answer states: its pieces without fillers, questions and requests ("lettuce and
+    basil. can you make me a schedule?" -> "lettuce and basil")."""
+    pieces = [p.text for unit in units(text) for p in unit.pieces if p is not None]
+    return strip_lead(" ".join(pieces))
+
+
+def _says_something(answer: str) -> bool:
+    """A detail, or words enough to hold one ("十四了 上初二", "done with valo, its all marvel
+    rivals now"): five words, or six Chinese characters."""
+    if has_detail(answer) or terms(answer):
+        return True
+    return len(_HAN.findall(answer)) >= 6 or len(_WORD.findall(answer)) >= 5
+
+
+def _category(question: str) -> Category:
+    return next((category for category, cue in _CATEGORY_CUES if cue.search(question)), "fact")
