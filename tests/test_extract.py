@@ -201,6 +201,18 @@ def extract(*texts: str) -> list:
         ('我已经不吃肉了', 'fact'),
         ('我退休了', 'fact'),
         ('我把房子卖了，现在租房住', 'fact'),
+        # said tersely, without a subject
+        ("keep it short no essays", "preference"),
+        ("learned hard way last yr, red tape on every treated cow now", "lesson"),
+        ("plan is 120 cows by 2027 if the bank plays ball", "goal"),
+        ("saving for a new bike, got 180 out of 600", "goal"),
+        ("physio says no lifting bags over 25 kg", "fact"),
+        ("bran the collie had pups", "fact"),
+        ("nugget is my cat", "fact"),
+        ("自己学会用剪映剪视频了", "skill"),
+        ("六级我去年考了580", "skill"),
+        ("我在小寨开油泼面馆的 开了八年了", "fact"),
+        ("你说简单点 别整那些专业词", "preference"),
         # typed casually: lower case, no apostrophes, chat spellings
         ('im vegetarian btw', 'fact'),
         ('i speak portuguese at home', 'fact'),

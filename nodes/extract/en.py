@@ -80,7 +80,7 @@ _THING = (
 
 RULES: tuple[Rule, ...] = (
     # lessons: what failed and why, what works instead
-    Rule("lesson", rx(r"\b(?:turns? out|turned out|lessons? learned|learned (?:that |it )?the hard way"
+    Rule("lesson", rx(r"\b(?:turns? out|turned out|lessons? learned|learn(?:ed|t) (?:that |it )?(?:the )?hard way"
                       r"|note to self|never again|not doing that again|won't (?:do|make) that (?:again|mistake)"
                       r"|never\s+\w+ing\b[^.!?;]{0,40}\bagain\b|\ba lesson (?:from|for)\b|^lesson:"
                       r"|(?:been |got )?(?:burned|burnt|bitten) by"
@@ -170,6 +170,8 @@ RULES: tuple[Rule, ...] = (
     # goals
     Rule("goal", rx(r"\b(?:my|the|our|new|next|main|big) (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
                     r"|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)")),
+    Rule("goal", rx(r"^(?:(?:the|my|our)\s+)?(?:main\s+|big\s+|new\s+)?(?:plan|goal|aim|target)\s+(?:is|was)\s+(?=\S*\d)"
+                    r"|^(?:also\s+|still\s+)?saving\s+(?:up\s+)?for\s+(?:an?\s+|the\s+|my\s+)")),
     Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:plan(?:ning)?|going|intend(?:ing)?|aim(?:ing)?"
                     r"|preparing|training|saving(?: up)?|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"
                     r"|say|tell|understand|bed|sleep|eat|grab|go home|talk|thank|try this|try that|hear|go to bed"
@@ -191,6 +193,8 @@ RULES: tuple[Rule, ...] = (
                      r" (?:is|are|goes)\b|\bwhat works (?:for me |for us )?is\b|\bthe way (?:I|we) do it\b")),
     Rule("skill", rx(r"\byou (?:run|do|call|type|execute|open|click|go|push|tag|merge|build|deploy|create|set|start)"
                      r"\b.*\bthen\b|^first\b.*\bthen\b")),
+    Rule("skill", rx(r"(?:^|\bI\s+)(?:just\s+|finally\s+)?(?:did|took|finished|completed|passed|done)\s+(?:a|an|the|my)\s+"
+                     r"(?:[\w-]+\s+){0,3}?(?:course|training|apprenticeship|certificate|certification)\b")),
     # facts about the user
     Rule("fact", rx(r"\bI\s+(?:currently\s+)?(?:work|am working|'m working)\s+(?:at|for)\s+"
                     r"|\bI\s+(?:just\s+)?(?:started|joined)\s+(?:at\s+)?(?=(?-i:[A-Z]))"
@@ -279,6 +283,11 @@ RULES: tuple[Rule, ...] = (
                     r"|engineer|doctor|developer|manager|designer|accountant|lawyer|chef|pilot|driver|officer))\b"
                     rf"|{_I}\s+(?:went|travel(?:l)?ed|flew|drove|moved)\s+(?:back\s+)?to\s+(?=(?-i:[A-Z]))")),
     Rule("fact", rx(r"\b(?:we(?:'re|\s+are)|I(?:'m|\s+am)|and\s+I\s+are)\s+expecting\b"), kind="other"),
+    Rule("fact", rx(r"\b(?:my\s+)?(?:physio|physiotherapist|doctor|doc|gp|consultant|specialist|surgeon|dentist"
+                    r"|cardiologist|neurologist|optician|midwife)\s+(?:says|said|told me|wants me|has me|put me)\b")),
+    Rule("fact", rx(r"\b(?:is|'s)\s+my\s+(?:dog|cat|puppy|pup|kitten|horse|pony|parrot|rabbit|bunny|hamster|pet)\b"
+                    r"|^(?-i:[A-Za-z][a-z]+)\s+the\s+(?:collie|lab|labrador|terrier|spaniel|retriever|sheepdog|beagle|poodle"
+                    r"|husky|dog|cat|kitten|puppy|pup|horse|pony)\s+(?:had|has|is|was|got)\b"), kind="other"),
     Rule("fact", rx(r"\b(?:my|our)\s+(?:rent|mortgage|salary|income|commute)\s+(?:is|was|takes)\b"), strong=False),
     Rule("fact", rx(r"\b(?:I've|I have|I)\s+(?:already\s+)?(?:read|finished|completed|passed|visited)\s+(?=(?-i:[A-Z]))"
                     r"|\bevery\s+(?:other|second|third|fourth|\d+(?:st|nd|rd|th))\s+(?:day|week|month|weekend)\b"),

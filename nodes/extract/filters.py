@@ -66,7 +66,12 @@ _REQUEST = re.compile(
     r"|看下|你看|我看下|我看看|我试试|试试|我去(?!年|过|了|世))",
     re.IGNORECASE,
 )
-_RULE_WORDS = re.compile(r"\b(?:always|never)\b|总是|永远|一律|不要|别", re.IGNORECASE)
+_RULE_WORDS = re.compile(
+    r"\b(?:always|never)\b|\bkeep (?:it|things|answers|replies) (?:short|simple|brief|concise|plain)\b"
+    r"|总是|永远|一律|不要|别",
+    re.IGNORECASE,
+)
+"""Words that make a request a lasting rule ("keep it short", "别用术语")."""
 
 _CHITCHAT = re.compile(
     r"\b(?:weather|rain(?:ing|y|ed)?|snow(?:ing|ed)?|sunny|cloudy|humid|freezing|heatwave|joke|jokes"
