@@ -168,6 +168,26 @@ def test_changed_preference_supersedes_and_keeps_history(api, store):
     assert {m.id for m in api.list(USER, include_superseded=True)} == everything
 
 
+def test_an_answer_that_changes_what_was_asked_about_supersedes_it(api):
+    [gpu] = api.upsert(USER, [cand("saving for a new GPU, got 180 out of 600", "goal")])
+    [job] = api.upsert(USER, [cand("I work shifts at the cinema on weekends", "fact")])
+    deck = cand(
+        "Still saving for the GPU? scratch the gpu, getting a steam deck instead",
+        "goal",
+        replaces="Still saving for the GPU?",
+    )
+    [new] = api.upsert(USER, [deck])
+    assert new.action == "superseded" and [m.id for m in new.superseded] == [gpu.memory.id]
+    assert not api.get(USER, gpu.memory.id).current and api.get(USER, job.memory.id).current
+
+
+def test_a_change_answer_retires_nothing_the_question_does_not_name(api):
+    [job] = api.upsert(USER, [cand("I work shifts at the cinema on weekends", "fact")])
+    moved = cand("Still in the old flat? nope, we moved to Leith", "fact", replaces="Still in the old flat?")
+    [new] = api.upsert(USER, [moved])
+    assert new.action == "created" and api.get(USER, job.memory.id).current
+
+
 def test_same_key_same_value_confirms_instead_of_superseding(api):
     [a] = api.upsert(USER, [cand("I prefer React", key="preference.frontend_framework", structured_data={"value": "React"})])
     [b] = api.upsert(USER, [cand("React is my favourite frontend framework", key="preference.frontend_framework",

@@ -186,9 +186,12 @@ def test_a_word_about_the_secret_is_not_the_secret_unless_quoted(text, expected)
         ("my password is just hunter2", f"my password is just {REDACTED}"),
         ("我密码还是abc123", f"我密码还是{REDACTED}"),
         ("密码一直是sunshine88", f"密码一直是{REDACTED}"),
+        # what the secret is for, said at length before it
+        ("gate code for the Merewether job tmrw is 2580# so i dont forget", f"gate code for the Merewether job tmrw is {REDACTED} so i dont forget"),
+        ("the password for my old work email at acme is Tr0ub4dor!", f"the password for my old work email at acme is {REDACTED}!"),
     ],
 )
-def test_an_adverb_before_the_value_does_not_hide_it(text, expected):
+def test_an_adverb_or_a_long_qualifier_before_the_value_does_not_hide_it(text, expected):
     assert redact(text).text == expected
 
 

@@ -75,6 +75,19 @@ _UNDECIDED = re.compile(
     r"\b(?:not sure yet|haven'?t decided|undecided|no idea yet|tbd)\b|还没想好|没想好|还没定|没定|不确定|再说吧",
     re.IGNORECASE,
 )
+_STILL = re.compile(
+    r"\b(?:still|anymore|any more)\b|还(?:是|在|用|做|住|打算|准备|想|去|开|跑|干)|仍然|依然|继续",
+    re.IGNORECASE,
+)
+"""A question that takes something the user said before as still true."""
+_CHANGED = re.compile(
+    r"(?:no|nah|nope|not any ?more|scratch|(?:i'?m |we'?re )?(?:done with|over)|quit|stopped|gave up|switched"
+    r"|changed|actually no)\b"
+    r"|(?:不是|不了|没有?|不|换了|换成|改成|改了|早就?不)"
+    r"|.*\b(?:instead|not any ?more|no longer)\b|.*(?:换成|改成|改到|不(?:搞|做|干|用|去|考|住|开)了)",
+    re.IGNORECASE,
+)
+"""An answer that starts by denying or says it changed."""
 _CATEGORY_CUES: tuple[tuple[Category, re.Pattern[str]], ...] = (
     (
         "goal",
@@ -156,6 +169,21 @@ def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:
         structured_data=data,
         confidence=ANSWER_CONFIDENCE,
     )
+
+
+def changes(question: str, answer: str) -> bool:
+    """Whether `answer` says that what `question` took as still true is not any more ("Still
+    saving for the GPU?" - "scratch the gpu, getting a steam deck instead"; "还是报北师大新传吗？" -
+    "不是 换成武大新传了"): the memory the question is about is then superseded.
+
+    Example:
+        >>> changes("Still saving for the GPU?", "scratch the gpu, getting a steam deck instead")
+        True
+        >>> changes("Still saving for the GPU?", "yep, 400 of 600 now"), changes("Any name yet?", "no")
+        (False, False)
+    """
+    said = redact(answer).text.strip()
+    return bool(_STILL.search(question) and (_CHANGED.match(said) or _CHANGED.match(strip_lead(said))))
 
 
 def _statements(text: str) -> str:

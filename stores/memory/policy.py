@@ -16,6 +16,7 @@ key works the same on every store, while filtering on a list field does not.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -44,6 +45,14 @@ from engram.stores.memory.types import (
 )
 from engram.stores.steps import AskingSteps, Steps
 
+_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9'-]{2,}")
+_HAN_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
+_COMMON_WORDS = frozenset(
+    "the and you your are for with still now what how does did have has was were that this "
+    "any anything going doing about from into just really also".split()
+)
+"""Words too common to tell what a question is about."""
+
 MAX_SOURCE_IDS = 100
 """Provenance kept per memory: the most recent source message ids."""
 
@@ -56,6 +65,8 @@ class PolicySettings:
     min_importance: float = 0.5
     merge_pool: int = 3
     """How many similar memories of the category step 4 looks at."""
+    replace_floor: float = 0.4
+    """Similarity from which a question the user answered with a change names a memory (3b)."""
     decision_floor: float | None = None
     """Similarity from which a merge decider is asked about a candidate the rules would not
     merge (`engram.stores.memory.decision.DECISION_FLOOR`); None: there is no decider."""
@@ -145,6 +156,18 @@ def upsert_steps(
                              supersedes=[o.id for o in olds], **new_fields)
             return (yield from _supersede(namespace, hash_namespace, olds, new, digest, now,
                                           reason=f"new value for {candidate.key}"))
+
+    # 3b. an answer that changes what the assistant asked about ("Still saving for the GPU?" -
+    #     "scratch the gpu, ..."): the memory the question is about is superseded
+    if candidate.replaces:
+        flt = {"current": True, "forgotten": False}
+        (asked_about,) = yield [SearchOp(namespace, flt, limit=3, query=candidate.replaces)]
+        old = _asked_about(asked_about, candidate.replaces, settings.replace_floor)
+        if old is not None:
+            new = Memory.new(content, candidate.category, importance, now=now,
+                             supersedes=[old.id], **{**new_fields, "key": candidate.key or old.key})
+            return (yield from _supersede(namespace, hash_namespace, [old], new, digest, now,
+                                          reason="the user changed what the assistant asked about"))
 
     # 4. near duplicate in the same category, stating no other number, name or identifier
     #    (`engram.stores.memory.specifics`) and short enough together: merge
@@ -297,6 +320,24 @@ def _supersede(
     yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
            hash_put(hash_namespace, digest, new.id)]
     return WriteResult("superseded", new, tuple(replaced), reason=reason)
+
+
+def _asked_about(found: list[Any], question: str, floor: float) -> Memory | None:
+    """The memory a question is about: the most similar of `found`, at least `floor` similar and
+    sharing a word with the question (two Chinese characters in a row count as one), so that
+    an embedding's vague likeness alone never retires a memory."""
+    words = _words(question)
+    for item in found:
+        if item.score is not None and item.score >= floor and words & _words(item.value["content"]):
+            return Memory.from_item(item)
+    return None
+
+
+def _words(text: str) -> set[str]:
+    lowered = text.casefold()
+    latin = {w for w in _LATIN_WORD.findall(lowered) if w not in _COMMON_WORDS}
+    han = {run[i : i + 2] for run in _HAN_RUN.findall(lowered) for i in range(len(run) - 1)}
+    return latin | han
 
 
 def _question(

@@ -164,7 +164,7 @@ def label_patterns() -> tuple[Rule, ...]:
     derived = ("pass", "pw", "pin", "combo", "combination", "code", "密码", "口令", "码")
     out = [Rule("password", _DERIVED, derived)]  # before the labels would take the description
     for label in _LABELS:
-        words = rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,3}}?)?"
+        words = rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,5}}?){{0,2}}"
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
         patterns = [] if label.strict else [words + _IS + _QUOTED]
         patterns += [words + _IS + (strict if label.strict else _VALUE), words + label.space + strict]
