@@ -397,6 +397,9 @@ def _answer(question: str, answer: str, *, context: bool = False) -> list[tuple[
         # the request in the answer is not part of it
         ("What do you grow?", "tomatoes and 3 kinds of basil. can you make me a watering schedule?",
          ("fact", "What do you grow? tomatoes and 3 kinds of basil.")),
+        # a short sentence after the question
+        ("Who helps you on the farm? That's a lot of cows.", "wife nuala does the books",
+         ("fact", "Who helps you on the farm? wife nuala does the books")),
     ],
 )
 def test_an_answer_to_the_assistants_question_is_kept_with_the_question(question, answer, expected):
@@ -413,6 +416,7 @@ def test_an_answer_to_the_assistants_question_is_kept_with_the_question(question
         ("Any name yet?", "not yet. cavan lost again sunday so im in no mood"),  # small talk
         ("Which one?", "no"),
         ("回程呢？", "回程还没想好 先放着"),  # not decided
+        ("那要不先写周报？", "周报五分钟的事 敷衍一下"),  # a suggestion, not a question about the user
         ("How is it going?", "I think it's fine, maybe 20 done"),  # hedged
     ],
 )

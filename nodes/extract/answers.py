@@ -40,11 +40,14 @@ ANSWER_CONFIDENCE = 0.6
 user's words."""
 MAX_QUESTION = 160
 """Characters of the question kept before the answer."""
+MAX_AFTERWORD = 60
+"""A sentence at most this long may follow the question ("... That changes how much you need.")."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 _OFFER = re.compile(
     r"^(?:(?:do |would )?you (?:want|need)|(?:want|need) (?:me|a|an|some|the|to|help|more|anything)\b"
-    r"|would you like|shall I|should I|can I|may I|anything else|还有别的|还需要)"
+    r"|would you like|shall I|should I|can I|may I|anything else|how about|why not"
+    r"|还有别的|还需要|(?:那|那就)?(?:要不|不如|或者|可以|建议))"
     r"|.*(?:要不要我|需要我|我帮你|我来帮|要我帮|给你(?:列|写|出|做))",
     re.IGNORECASE,
 )
@@ -108,19 +111,24 @@ _CATEGORY_CUES: tuple[tuple[Category, re.Pattern[str]], ...] = (
 
 
 def asked(assistant_text: str) -> str | None:
-    """The question the assistant's message ends with, when it asks the user something (not an
-    offer to do something for them), redacted; else None.
+    """The question the assistant's message ends with (or its last sentence but a short one),
+    when it asks the user something (not an offer to do something for them), redacted; else None.
 
     Example:
         >>> asked("Makes sense. Who helps you on the farm?"), asked("Want me to draft it?")
         ('Who helps you on the farm?', None)
+        >>> asked("Still going for 120 cows? That changes how much silage you need.")
+        'Still going for 120 cows?'
+        >>> asked("What's your budget? Here is a first draft of the plan, with a weekly table of costs.")
     """
-    sentences = [s for s in _SENTENCE_END.split(assistant_text.strip()) if s.strip()]
+    sentences = [s.strip() for s in _SENTENCE_END.split(assistant_text.strip()) if s.strip()]
     if not sentences:
         return None
-    last = sentences[-1].strip()
+    last = sentences[-1]
+    if len(sentences) > 1 and not _is_question_mark(last) and len(last) <= MAX_AFTERWORD:
+        last = sentences[-2]  # "Still going for 120 cows? That changes how much you need."
     if (
-        not last.endswith(("?", "？"))
+        not _is_question_mark(last)
         or len(last) > MAX_QUESTION
         or _OFFER.match(last)
         or _ABOUT_THE_TASK.search(last)
@@ -128,6 +136,10 @@ def asked(assistant_text: str) -> str | None:
     ):
         return None
     return redact(last).text
+
+
+def _is_question_mark(sentence: str) -> bool:
+    return sentence.endswith(("?", "？"))
 
 
 def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:

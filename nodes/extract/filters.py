@@ -78,7 +78,7 @@ _CHITCHAT = re.compile(
     r"|movie|movies|tv show|netflix|burrito|hangover|hungover|exhausted|sleepy|bored|stressed"
     r"|what a day|long day|crazy day|how are you|good night|nice to meet you|tonight's game|match"
     r"|derby|getting a cold|headache|hoarse|traffic|commute|(?:in )?no mood|(?:lost|won) again)\b"
-    r"|天气|下雨|下雪|晴天|阴天|热死|冷死|好热|好冷|笑话|外卖|吃饭去|吃饭了|麻辣烫|咖啡(?!馆|店|厅)|地铁|堵车|累了|好累|困了"
+    r"|天气|下雨|下雪|晴天|阴天|热死|冷死|好热|好冷|笑话|(?:点|叫|吃|订)了?(?:个|份)?外卖|吃饭去|吃饭了|麻辣烫|咖啡(?!馆|店|厅)|地铁|堵车|累了|好累|困了"
     r"|烦死|压力山大|无聊|晚安|早安|感冒|头疼|说多了都是泪",
     re.IGNORECASE,
 )
