@@ -174,7 +174,7 @@ def test_an_answer_that_changes_what_was_asked_about_supersedes_it(api):
     deck = cand(
         "Still saving for the GPU? scratch the gpu, getting a steam deck instead",
         "goal",
-        replaces="Still saving for the GPU?",
+        replaces="saving for the GPU?",
     )
     [new] = api.upsert(USER, [deck])
     assert new.action == "superseded" and [m.id for m in new.superseded] == [gpu.memory.id]
@@ -183,7 +183,7 @@ def test_an_answer_that_changes_what_was_asked_about_supersedes_it(api):
 
 def test_a_change_answer_retires_nothing_the_question_does_not_name(api):
     [job] = api.upsert(USER, [cand("I work shifts at the cinema on weekends", "fact")])
-    moved = cand("Still in the old flat? nope, we moved to Leith", "fact", replaces="Still in the old flat?")
+    moved = cand("Still in the old flat? nope, we moved to Leith", "fact", replaces="in the old flat?")
     [new] = api.upsert(USER, [moved])
     assert new.action == "created" and api.get(USER, job.memory.id).current
 

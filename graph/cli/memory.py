@@ -29,10 +29,10 @@ from engram.graph.cli.memory_support import (
     CliError,
     all_memories,
     checked_user,
+    cli_error,
     collector_paused_until_open,
     ensure_user,
     err,
-    is_missing_model,
     known_users,
     memory_table,
     no_idle_blas_threads,
@@ -92,14 +92,12 @@ def command(func: F) -> F:
         try:
             with collector_paused_until_open():
                 return func(*args, **kwargs)
-        except CliError as exc:
-            err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
-            raise typer.Exit(exc.code) from None
-        except FileNotFoundError as exc:
-            if not is_missing_model(exc):
+        except Exception as exc:
+            error = cli_error(exc)
+            if error is None:
                 raise
-            err.print(f"[red]error:[/red] {esc(str(exc))}", highlight=False)
-            raise typer.Exit(1) from None
+            err.print(f"[red]error:[/red] {esc(str(error))}", highlight=False)
+            raise typer.Exit(error.code) from None
 
     app.command(func.__name__.rstrip("_"), cls=PlainCommand)(run)
     return func

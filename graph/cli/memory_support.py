@@ -152,13 +152,18 @@ class Backend:
         self.close()
 
 
-def is_missing_model(exc: BaseException) -> bool:
-    """Whether `exc` says the embedding model's files are nowhere (`EmbeddingModelNotFoundError`,
-    whose message says where it looked and what to do). Looked up among the loaded modules:
-    importing the embeddings module for this would load numpy and langchain into every
-    command, and an error of that module cannot have been raised before it loaded."""
+def cli_error(exc: Exception) -> CliError | None:
+    """`exc` as an error the person can fix (printed in one line), or None for a bug: a
+    `CliError`, or a missing embedding model (`EmbeddingModelNotFoundError`, whose message says
+    where it looked and what to do; exit 1). That error is looked up among the loaded modules:
+    importing the embeddings module for it would load numpy and langchain into every command,
+    and an error of that module cannot have been raised before it loaded."""
+    if isinstance(exc, CliError):
+        return exc
     embeddings = sys.modules.get("engram.stores.embeddings")
-    return embeddings is not None and isinstance(exc, embeddings.EmbeddingModelNotFoundError)
+    if embeddings is not None and isinstance(exc, embeddings.EmbeddingModelNotFoundError):
+        return CliError(str(exc))
+    return None
 
 
 def open_backend(
@@ -190,7 +195,7 @@ def open_backend(
             f"no engram data in {folder}/ (nothing has been stored there yet); pass --data DIR "
             "or set ENGRAM_DATA_DIR to the folder the graph uses"
         )
-    index = _index(embeds_few or query is not None, query)
+    index = _index(embeds_few, query)
     from engram.stores.chroma.store import ChromaStore
 
     if url:
@@ -445,7 +450,7 @@ def _index(embeds_few: bool, query: str | None) -> IndexConfig:
     or exporting memories needs no model), or at once for a search's `query`."""
     from engram.stores.embeddings import LocalEmbeddings
 
-    if embeds_few:
+    if embeds_few or query is not None:
         embeddings = LocalEmbeddings(prepack_weights=False, threads=1)
     else:
         embeddings = LocalEmbeddings()

@@ -183,19 +183,22 @@ def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:
     )
 
 
-def changes(question: str, answer: str) -> bool:
-    """Whether `answer` says that what `question` took as still true is not any more ("Still
+def changed_topic(question: str, answer: str) -> str | None:
+    """What `answer` says is not true any more, when `question` took it as still true ("Still
     saving for the GPU?" - "scratch the gpu, getting a steam deck instead"; "还是报北师大新传吗？" -
-    "不是 换成武大新传了"): the memory the question is about is then superseded.
+    "不是 换成武大新传了"): the question without its "still"; else None. The memory it names is
+    then superseded (`MemoryCandidate.replaces`).
 
     Example:
-        >>> changes("Still saving for the GPU?", "scratch the gpu, getting a steam deck instead")
-        True
-        >>> changes("Still saving for the GPU?", "yep, 400 of 600 now"), changes("Any name yet?", "no")
-        (False, False)
+        >>> changed_topic("Still saving for the GPU?", "scratch the gpu, getting a steam deck instead")
+        'saving for the GPU?'
+        >>> changed_topic("Still saving for the GPU?", "yep, 400 of 600 now"), changed_topic("Any name yet?", "no")
+        (None, None)
     """
     said = redact(answer).text.strip()
-    return bool(_STILL.search(question) and (_CHANGED.match(said) or _CHANGED.match(strip_lead(said))))
+    if not _STILL.search(question) or not (_CHANGED.match(said) or _CHANGED.match(strip_lead(said))):
+        return None
+    return " ".join(_STILL.sub(" ", question).split())
 
 
 def _statements(text: str) -> str:

@@ -168,9 +168,8 @@ RULES: tuple[Rule, ...] = (
                           r"|light|plain)\b|\bbullet(?:ed)? (?:points|lists?)\b(?! or\b)|\bno (?:long |big )?(?:paragraphs|essays)\b"
                           r"|\bshort (?:answers|replies)\b")),
     # goals
-    Rule("goal", rx(r"\b(?:my|the|our|new|next|main|big) (?:main |big |long-term |next |only |new )?(?:goal|plan|aim|objective|dream|ambition"
-                    r"|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)")),
-    Rule("goal", rx(r"^(?:(?:the|my|our)\s+)?(?:main\s+|big\s+|new\s+)?(?:plan|goal|aim|target)\s+(?:is|was)\s+(?=\S*\d)"
+    Rule("goal", rx(r"(?:^|\b(?:my|the|our|new|next|main|big) )(?:main |big |long-term |next |only |new )?(?:goal|plan|aim"
+                    r"|objective|dream|ambition|target|resolution)s?\b(?: for [\w ]{1,20})?\s*(?:is|are|was|:)"
                     r"|^(?:also\s+|still\s+)?saving\s+(?:up\s+)?for\s+(?:an?\s+|the\s+|my\s+)")),
     Rule("goal", rx(rf"{_I}(?:'m|'re|\s+am|\s+are)?{_ADV}\s+(?:plan(?:ning)?|going|intend(?:ing)?|aim(?:ing)?"
                     r"|preparing|training|saving(?: up)?|signed up|registered)\s+(?:to|for)\s+(?!(?:know|see|ask|check"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from engram.nodes.extract.answers import answer_candidate, asked, changes
+from engram.nodes.extract.answers import answer_candidate, asked, changed_topic
 from engram.nodes.extract.casual import spelled_out
 from engram.nodes.extract.en import RULES as EN_RULES
 from engram.nodes.extract.filters import (
@@ -123,7 +123,7 @@ class RuleExtractor:
             candidates = message_candidates(text, goal_list=goal_list)
             if not candidates and question is not None:
                 candidates = [c for c in [answer_candidate(question, text)] if c is not None]
-            replaces = question if question is not None and changes(question, text) else None
+            replaces = changed_topic(question, text) if question is not None else None
             for candidate in candidates:
                 candidate.message_ids = [message.id] if message.id else None
                 candidate.replaces = replaces

@@ -16,13 +16,14 @@ key works the same on every store, while filtering on a list field does not.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
+from functools import cache
 from dataclasses import dataclass, replace
 from typing import Any
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
+from engram.stores.lexical.index import Tokenizer
 from engram.stores.memory.decision import (
     Answer,
     MergeDecision,
@@ -44,14 +45,6 @@ from engram.stores.memory.types import (
     parse_time,
 )
 from engram.stores.steps import AskingSteps, Steps
-
-_LATIN_WORD = re.compile(r"[a-z0-9][a-z0-9'-]{2,}")
-_HAN_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
-_COMMON_WORDS = frozenset(
-    "the and you your are for with still now what how does did have has was were that this "
-    "any anything going doing about from into just really also".split()
-)
-"""Words too common to tell what a question is about."""
 
 MAX_SOURCE_IDS = 100
 """Provenance kept per memory: the most recent source message ids."""
@@ -158,7 +151,8 @@ def upsert_steps(
                                           reason=f"new value for {candidate.key}"))
 
     # 3b. an answer that changes what the assistant asked about ("Still saving for the GPU?" -
-    #     "scratch the gpu, ..."): the memory the question is about is superseded
+    #     "scratch the gpu, ..."): the memory the question is about ("saving for the GPU?") is
+    #     superseded
     if candidate.replaces:
         flt = {"current": True, "forgotten": False}
         (asked_about,) = yield [SearchOp(namespace, flt, limit=3, query=candidate.replaces)]
@@ -322,22 +316,22 @@ def _supersede(
     return WriteResult("superseded", new, tuple(replaced), reason=reason)
 
 
-def _asked_about(found: list[Any], question: str, floor: float) -> Memory | None:
-    """The memory a question is about: the most similar of `found`, at least `floor` similar and
-    sharing a word with the question (two Chinese characters in a row count as one), so that
-    an embedding's vague likeness alone never retires a memory."""
-    words = _words(question)
+def _asked_about(found: list[Any], topic: str, floor: float) -> Memory | None:
+    """The memory a change answers a question about: the most similar of `found`, at least
+    `floor` similar and sharing a term with the question's `topic` (the lexical index's terms:
+    stemmed words, Chinese bigrams), so that an embedding's vague likeness never retires a
+    memory alone."""
+    terms = set(_tokenizer()(topic))
     for item in found:
-        if item.score is not None and item.score >= floor and words & _words(item.value["content"]):
-            return Memory.from_item(item)
+        if item.score is not None and item.score >= floor:
+            if terms & set(_tokenizer()(item.value["content"])):
+                return Memory.from_item(item)
     return None
 
 
-def _words(text: str) -> set[str]:
-    lowered = text.casefold()
-    latin = {w for w in _LATIN_WORD.findall(lowered) if w not in _COMMON_WORDS}
-    han = {run[i : i + 2] for run in _HAN_RUN.findall(lowered) for i in range(len(run) - 1)}
-    return latin | han
+@cache
+def _tokenizer() -> Tokenizer:
+    return Tokenizer()
 
 
 def _question(

@@ -148,9 +148,10 @@ class MemoryCandidate(BaseModel):
     message_ids: list[str] | None = None
     """The messages this came from; None uses the ids given to `upsert`."""
     replaces: str | None = None
-    """A question about a memory that the user answered with a change ("Still saving for the
-    GPU?" - "scratch the gpu, getting a steam deck instead"): the current memory that matches it
-    best is superseded by this one (`engram.stores.memory.policy`, step 3b)."""
+    """What this changes, as the assistant's question named it when the user answered it with a
+    change ("saving for the GPU?" from "Still saving for the GPU?" - "scratch the gpu, getting a
+    steam deck instead"): the current memory that matches it best is superseded by this one
+    (`engram.stores.memory.policy`, step 3b)."""
 
     @field_validator("content")
     @classmethod

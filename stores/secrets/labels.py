@@ -142,10 +142,8 @@ _PERSONAL_NUMBER = (
 _DATE_OR_DIGITS = (
     r"(?<![\d-])(?:\d{4}[-./年]\d{1,2}[-./月]\d{1,2}日?|\d{1,2}[-/.]\d{1,2}|\d{3,11})(?!\d)"
 )
-_DERIVED = re.compile(
-    r"(?:(?i:\b(?:password|passcode|passwd|pwd|pin(?:\s+(?:code|number))?|combo|combination"
-    r"|(?:door|alarm|gate|garage|lock|safe|keypad)\s+code))|" + _ZH_PASSWORD + r"|(?i:pin)\s*码)"
-    + _IS + r"(?P<value>" + _PERSONAL_NUMBER + r"(?:[^\d\n。；！？;]{0,16}?" + _DATE_OR_DIGITS + r")?)"
+_DERIVED_VALUE = (
+    r"(?P<value>" + _PERSONAL_NUMBER + r"(?:[^\d\n。；！？;]{0,16}?" + _DATE_OR_DIGITS + r")?)"
 )
 """A password or PIN said to be a personal number ("my pin is my birthday 0316", "密码是生日
 19880316", "wifi密码就是手机号 139..."): the description goes with the number, since the memories
@@ -161,8 +159,11 @@ ENV_SECRET = re.compile(
 def label_patterns() -> tuple[Rule, ...]:
     """Every labelled rule, in the order they are applied (a personal number named as the secret
     first, then quoted values)."""
-    derived = ("pass", "pw", "pin", "combo", "combination", "code", "密码", "口令", "码")
-    out = [Rule("password", _DERIVED, derived)]  # before the labels would take the description
+    passwords = [label for label in _LABELS if label.kind == "password"]
+    derived = "|".join(f"(?:{label.words})" for label in passwords)
+    triggers = tuple(dict.fromkeys(t for label in passwords for t in label.triggers))
+    # before the labels, which would take the description for the value
+    out = [Rule("password", re.compile(f"(?:{derived})" + _IS + _DERIVED_VALUE), triggers)]
     for label in _LABELS:
         words = rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,5}}?){{0,2}}"
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
