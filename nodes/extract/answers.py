@@ -196,7 +196,9 @@ def changed_topic(question: str, answer: str) -> str | None:
         (None, None)
     """
     said = redact(answer).text.strip()
-    if not _STILL.search(question) or not (_CHANGED.match(said) or _CHANGED.match(strip_lead(said))):
+    if not _STILL.search(question) or not (
+        _CHANGED.match(said) or _CHANGED.match(strip_lead(said))
+    ):
         return None
     return " ".join(_STILL.sub(" ", question).split())
 

@@ -17,8 +17,8 @@ key works the same on every store, while filtering on a list field does not.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
@@ -323,9 +323,9 @@ def _asked_about(found: list[Any], topic: str, floor: float) -> Memory | None:
     memory alone."""
     terms = set(_tokenizer()(topic))
     for item in found:
-        if item.score is not None and item.score >= floor:
-            if terms & set(_tokenizer()(item.value["content"])):
-                return Memory.from_item(item)
+        similar = item.score is not None and item.score >= floor
+        if similar and terms & set(_tokenizer()(item.value["content"])):
+            return Memory.from_item(item)
     return None
 
 
