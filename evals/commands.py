@@ -18,7 +18,6 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from rich.console import Console
 
-from engram.evals.console import report_tables, turn_progress
 from engram.evals.report import (
     LOCOMO_TARGETS,
     SUITE_TARGETS,
@@ -26,6 +25,7 @@ from engram.evals.report import (
     build_report,
     write_report,
 )
+from engram.evals.report.console import report_tables, turn_progress
 
 
 class EvalSetupError(ValueError):
@@ -110,9 +110,9 @@ def suite_command(
 ) -> int:
     """`engram eval`: replay a suite, report, and return the exit code (1: a target missed
     under `strict`)."""
-    from engram.evals.dialogs import DialogFileError, bundled_suite_path, load_suite
-    from engram.evals.runner import RunSettings, arun_suite
-    from engram.evals.scoring import dialog_rows, failure_counts, suite_metrics
+    from engram.evals.dialogs.runner import RunSettings, arun_suite
+    from engram.evals.dialogs.scoring import dialog_rows, failure_counts, suite_metrics
+    from engram.evals.dialogs.suite import DialogFileError, bundled_suite_path, load_suite
 
     path = suite or bundled_suite_path()
     try:
@@ -180,7 +180,7 @@ def locomo_command(
     console: Console,
 ) -> int:
     """`engram eval locomo`: the LoCoMo retrieval benchmark in engine or graph mode."""
-    from engram.evals.locomo import arun_engine, load_locomo
+    from engram.evals.locomo.engine import arun_engine, load_locomo
 
     wanted = _conversation_ids(conversations)
     try:
@@ -203,7 +203,7 @@ def locomo_command(
             result = asyncio.run(arun_engine(data, conversations=ids, embeddings=embeddings))
         extra["settings"] = result.get("settings")
     else:
-        from engram.evals.locomo_graph import arun_graph
+        from engram.evals.locomo.graph import arun_graph
 
         turns = sum(len(c.turns) for c in loaded)
         with turn_progress(console, turns, "ingest") as bar:

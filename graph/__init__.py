@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from engram.graph.resume import aresume_memory_work, resume_memory_work
     from engram.graph.tools import memory_tools
     from engram.nodes import BuiltContext, Context, EngramState
-    from engram.nodes.background import wait_for_memory_work
+    from engram.nodes.work.background import wait_for_memory_work
 
 __all__ = [
     "BuiltContext",
@@ -44,6 +44,6 @@ __getattr__, __dir__ = lazy_exports(
         "memory_tools": "engram.graph.tools",
         "aresume_memory_work": "engram.graph.resume",
         "resume_memory_work": "engram.graph.resume",
-        "wait_for_memory_work": "engram.nodes.background",
+        "wait_for_memory_work": "engram.nodes.work.background",
     },
 )

@@ -33,13 +33,13 @@ from langgraph.store.base import BaseStore
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
-from engram.nodes.background import MemoryWork
 from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
 from engram.nodes.state import EngramState
+from engram.nodes.work.background import MemoryWork
 from engram.stores.paths import default_checkpoint_path
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def build_graph(
             then raises when it runs).
         memory_model: Writes summaries and extracts memories; None uses the built-in offline
             summarizer and extractor. With one, compaction and consolidation run after the
-            reply by default (`Context.memory_work`, `engram.nodes.background`).
+            reply by default (`Context.memory_work`, `engram.nodes.work.background`).
         tools: Tools the answering model may call (adds the `tools` node and its loop).
 
     Example:

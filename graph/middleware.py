@@ -15,7 +15,7 @@ alike:
 - `after_agent`: `consolidate` (extraction every few turns, on eviction and at session end;
   recall statistics; the thread registry), with its `memory.*` events. With a memory model
   (or `Context.memory_work="background"`) the extraction is a journaled background job
-  (`engram.nodes.background`) and the agent's run returns without waiting; the next turn's
+  (`engram.nodes.work.background`) and the agent's run returns without waiting; the next turn's
   first model call applies its result (record, events) before building the context.
 
 Settings are engram's `Context`: the run's context when the agent's `context_schema` is
@@ -49,15 +49,15 @@ from langgraph.types import Command, Overwrite
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
 from engram.graph.run_context import context_for_run
-from engram.nodes.background import MemoryWork, applied_state, merge_updates
 from engram.nodes.compact import make_compact, should_compact
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
+from engram.nodes.model.summarize import Summarizer
 from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
 from engram.nodes.state import EngramState
-from engram.nodes.summarize import Summarizer
-from engram.nodes.tokens import counter_for_model
-from engram.nodes.transcript import stamp_reply
+from engram.nodes.text.tokens import counter_for_model
+from engram.nodes.text.transcript import stamp_reply
+from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 
 ModelHandler = Callable[[ModelRequest], ModelResponse]
 AsyncModelHandler = Callable[[ModelRequest], Awaitable[ModelResponse]]

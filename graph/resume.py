@@ -1,7 +1,7 @@
 """Resume the background memory jobs that crashed processes left, without waiting for their
 threads' next turns.
 
-A job whose process died is claimed again by its thread's next turn (`engram.nodes.background`).
+A job whose process died is claimed again by its thread's next turn (`engram.nodes.work.background`).
 A thread that never has another turn would keep its job, and the memories of its last exchanges
 would never be extracted. An app calls `resume_memory_work(graph)` once at start-up, before it
 serves turns (a session end and a turn running on one thread at once would race for its

@@ -1,10 +1,10 @@
-"""engram.nodes: one module per node of the memory graph, plus prompts and token counting.
+"""engram.nodes: one module per node of the memory graph, and the rooms they draw on.
 
 `start`, `respond`, `compact` and `consolidate` are the nodes; `context` (per-run settings) and
-`state` (the graph's state) are the types they share with `engram.graph`; `extract/` holds the
-memory extractor (the LLM one and the offline rules); `summarize`, `compress` and
-`merge_decision` are the summary, compression and merge-decision model calls; `prompts`, `tokens`,
-`transcript` and `failures` serve them.
+`state` (the graph's state) are the types they share with `engram.graph`; `prompts` holds every
+prompt. Rooms: `model/` (everything that talks to the memory model), `extract/` (the model
+extractors and the offline rules), `text/` (messages as prompt text: tokens, transcripts,
+escaping), `work/` (memory-model work off the reply's critical path).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ if TYPE_CHECKING:
     from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
     from engram.nodes.consolidate import make_consolidate
     from engram.nodes.context import Context
+    from engram.nodes.model.summarize import make_summarizer
     from engram.nodes.respond import NoModelError, make_respond
     from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
     from engram.nodes.state import BuiltContext, EngramState
-    from engram.nodes.summarize import make_summarizer
-    from engram.nodes.tokens import TokenCounter, counter_for_model
+    from engram.nodes.text.tokens import TokenCounter, counter_for_model
 
 __all__ = [
     "Budget",
@@ -58,8 +58,8 @@ __getattr__, __dir__ = lazy_exports(
         "make_start": "engram.nodes.start",
         "BuiltContext": "engram.nodes.state",
         "EngramState": "engram.nodes.state",
-        "make_summarizer": "engram.nodes.summarize",
-        "TokenCounter": "engram.nodes.tokens",
-        "counter_for_model": "engram.nodes.tokens",
+        "make_summarizer": "engram.nodes.model.summarize",
+        "TokenCounter": "engram.nodes.text.tokens",
+        "counter_for_model": "engram.nodes.text.tokens",
     },
 )

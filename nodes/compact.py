@@ -22,9 +22,9 @@ would separate an AI message with tool calls from its results) and, for everythi
 When only the tail is left (a few huge messages crossed the token threshold), nothing is evicted:
 the counters restart and no event is emitted.
 
-In background mode (`Context.memory_work`, `engram.nodes.background`) steps 1-2 are a job:
+In background mode (`Context.memory_work`, `engram.nodes.work.background`) steps 1-2 are a job:
 `compact` records which messages it folds, restarts the counters and returns; the thread's next
-`start` applies the job's summary, steps 3-4 included (`engram.nodes.job_results`). No new
+`start` applies the job's summary, steps 3-4 included (`engram.nodes.work.results`). No new
 compaction starts while one is pending.
 
 If the summarizer or the archive fails, nothing is evicted, the failure is recorded, and the
@@ -45,14 +45,14 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.runtime import Runtime
 from langgraph.store.base import PutOp
 
-from engram.nodes.background import MemoryWork
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
-from engram.nodes.job_results import compaction_update
+from engram.nodes.model.summarize import Summarizer, make_summarizer
 from engram.nodes.prompts import PENDING_MESSAGES_NOTE
-from engram.nodes.redaction import redact_messages
-from engram.nodes.summarize import Summarizer, make_summarizer
-from engram.nodes.tokens import TokenCounter, counter_for_model
-from engram.nodes.transcript import render_message, role_of
+from engram.nodes.text.redaction import redact_messages
+from engram.nodes.text.tokens import TokenCounter, counter_for_model
+from engram.nodes.text.transcript import render_message, role_of
+from engram.nodes.work.background import MemoryWork
+from engram.nodes.work.results import compaction_update
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.secrets import redact
 
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 
 EPISODE_CONTEXT_MESSAGES = 2
 """Messages before an archived one that are indexed as its lexical context (on LoCoMo, two
-previous turns find the evidence better than one or none: `engram.evals.retrieval_bench`)."""
+previous turns find the evidence better than one or none: `engram.evals.bench.retrieval`)."""
 
 CompactNode = Callable[["EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 Route = Literal["tools", "compact", "consolidate"]
@@ -128,7 +128,7 @@ def make_compact(
         model_name: The answering model's name (token counts use its encoding).
         summarizer: Overrides the summarizer `make_summarizer(memory_model)` would pick.
         work: Background jobs: when the run's mode says so, the fold becomes a job the next
-            turn applies (`engram.nodes.background`); None always folds inline.
+            turn applies (`engram.nodes.work.background`); None always folds inline.
     """
     summarizer = summarizer or make_summarizer(memory_model)
 

@@ -14,7 +14,7 @@ It extracts from the messages not extracted from yet (evicted ones first), in wi
 `LongTermMemory.aupsert` (redaction, duplicate, supersede, merge, add; importance below 0.5
 dropped), and each change is announced on LangGraph's custom stream as `memory.created`,
 `memory.updated` or `memory.superseded`. With a memory model, the write policy's uncertain
-similarity band is settled by the merge decider (`engram.nodes.merge_decision`); its answers are
+similarity band is settled by the merge decider (`engram.nodes.model.merge_decision`); its answers are
 counted in `consolidation["decisions"]` and a decision that failed is recorded as a
 `merge_decision` failure (the threshold rule applied).
 
@@ -30,7 +30,7 @@ It also counts the turn's recall of the memories `start` put in the prompt (`acc
 `last_accessed`: what recency and forgetting read), here rather than in `start`, so that the write
 never delays the reply.
 
-In background mode (`Context.memory_work`, `engram.nodes.background`) the extraction and the
+In background mode (`Context.memory_work`, `engram.nodes.work.background`) the extraction and the
 writes are a job: the node records which messages it covers (they leave `pending_extraction`
 for the job's reference in `memory_jobs`) and returns; the thread's next `start` applies the
 job's record and events, and messages it could not write come back to `pending_extraction`.
@@ -53,19 +53,19 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from engram.nodes.background import MemoryWork, applied_state, merge_updates
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.events import announce_writes
 from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
-from engram.nodes.merge_decision import decision_counts, decision_failures, make_merge_decider
-from engram.nodes.tokens import TokenCounter, counter_for_model
-from engram.nodes.transcript import from_pending, split_exchanges, to_pending
-from engram.stores.memory.decision import MergeDecider
+from engram.nodes.model.merge_decision import decision_counts, decision_failures, make_merge_decider
+from engram.nodes.text.tokens import TokenCounter, counter_for_model
+from engram.nodes.text.transcript import from_pending, split_exchanges, to_pending
+from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 from engram.stores.memory.long_term import LongTermMemory, WriteResult
 from engram.stores.memory.types import MemoryCandidate
 from engram.stores.memory.users import register_thread_op
+from engram.stores.memory.write.decision import MergeDecider
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -118,7 +118,7 @@ def make_consolidate(
         window_messages: Messages per extraction call at most.
         window_tokens: Tokens per extraction call, about (a single exchange is never cut).
         work: Background jobs: when the run's mode says so, the extraction becomes a job
-            (`engram.nodes.background`); a session end first waits for the thread's jobs and
+            (`engram.nodes.work.background`); a session end first waits for the thread's jobs and
             applies them. None always extracts inline.
     """
     extract = extractor if extractor is not None else make_extractor(memory_model)

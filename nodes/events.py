@@ -2,7 +2,7 @@
 engram remembers (`stream_mode="custom"`).
 
 Every event is a dict with `event`, `user_id`, `memory_id` (what an app needs to show the memory,
-or to undo its creation: `engram.stores.memory.undo`), `category`, `content`, `importance` and
+or to undo its creation: `engram.stores.memory.manage.undo`), `category`, `content`, `importance` and
 `key`, plus `action` and, for a superseded memory, `superseded_by`:
 
 - `memory.created`: a new memory (a new value that supersedes an old one included);

@@ -219,7 +219,7 @@ MERGE_DECISION_USER_PROMPT = """<saved_memory>
 
 Compare the saved memory with the new memory and answer as JSON."""
 """User prompt of the merge decider: `{existing}` and `{incoming}`, escaped
-(`engram.nodes.escape.escape_recalled`) so that neither can close its tag."""
+(`engram.nodes.text.escape.escape_recalled`) so that neither can close its tag."""
 
 # --- memory tools (an agent's own memory management) --------------------------------------------
 

@@ -4,7 +4,7 @@ The model input is rebuilt from the state and `BuiltContext` (system message wit
 memories and summary; the included history; the current input; this turn's tool calls and
 results), so the checkpoint never stores a second copy of the messages. The reply — tool calls
 included, stamped with the time and the ids of the memories the model was given (its
-citations, `engram.nodes.transcript.CITATIONS_KEY`) — is appended to `messages`. Under `stream_mode="messages"` its
+citations, `engram.nodes.text.transcript.CITATIONS_KEY`) — is appended to `messages`. Under `stream_mode="messages"` its
 tokens stream.
 """
 
@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from engram.nodes.start import model_input
-from engram.nodes.transcript import stamp_reply
+from engram.nodes.text.transcript import stamp_reply
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context

@@ -36,8 +36,6 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
-from engram.nodes.background import MemoryWork, applied_state, merge_updates
-from engram.nodes.escape import escape_recalled
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import (
     ELIDED_MESSAGE_NOTE,
@@ -47,7 +45,8 @@ from engram.nodes.prompts import (
     OTHER_MEMORY_HEADING,
     SUMMARY_BLOCK_TEMPLATE,
 )
-from engram.nodes.tokens import (
+from engram.nodes.text.escape import escape_recalled
+from engram.nodes.text.tokens import (
     MESSAGE_OVERHEAD,
     REPLY_PRIMING,
     TokenCounter,
@@ -56,7 +55,8 @@ from engram.nodes.tokens import (
     message_text,
     preload_counters,
 )
-from engram.nodes.transcript import stamp_messages
+from engram.nodes.text.transcript import stamp_messages
+from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import ScoredMemory
 

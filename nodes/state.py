@@ -71,7 +71,7 @@ class ConsolidationInfo(TypedDict):
     """Write-policy outcomes: created, merged, duplicate, superseded, unchanged, dropped."""
     decisions: NotRequired[dict[str, int]]
     """The merge decider's answers (replace, merge, keep_both; failed: the threshold rule
-    applied), when a memory model is configured (`engram.nodes.merge_decision`)."""
+    applied), when a memory model is configured (`engram.nodes.model.merge_decision`)."""
     memory_ids: list[str]
     """Memories created or updated."""
     at: str
@@ -106,13 +106,13 @@ class EngramState(TypedDict):
     `consolidate` resets)."""
     pending_extraction: NotRequired[list[dict[str, Any]]]
     """Messages evicted by `compact` before `consolidate` extracted from them ("extract before
-    evict"), as message dicts (`engram.nodes.transcript.to_pending`); `consolidate` empties it."""
+    evict"), as message dicts (`engram.nodes.text.transcript.to_pending`); `consolidate` empties it."""
     consolidated_message_ids: NotRequired[list[str]]
     """Ids of messages already extracted from, so a re-run creates nothing twice."""
     consolidation: NotRequired[ConsolidationInfo]
     """The record of the last extraction (`consolidate`)."""
     memory_jobs: NotRequired[list[dict[str, Any]]]
-    """Background jobs of this thread whose result is not applied yet (`engram.nodes.background`):
+    """Background jobs of this thread whose result is not applied yet (`engram.nodes.work.background`):
     `{"id", "kind", "user_id", ...}` plus what the job needs to run again after a crash (a
     consolidation's messages, a compaction's message ids). `start` applies finished ones."""
     registered_user: NotRequired[str]

@@ -16,13 +16,26 @@ from pathlib import Path
 import pytest
 from langgraph.store.base import BaseStore
 
-_SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+TESTS = Path(__file__).resolve().parent
+"""The tests' root: `fakes` and `conftest` import from here (a subprocess needs it on
+`PYTHONPATH`)."""
+_SHARED = TESTS.parents[1] / "shared"
 
 os.environ.setdefault(
     "ENGRAM_EMBEDDING_MODEL_DIR", str(_SHARED / "models" / "all-MiniLM-L6-v2" / "onnx")
 )
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(_SHARED / "tiktoken"))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+
+def files_holding(folder: Path, word: str) -> list[str]:
+    """Files under `folder` whose bytes hold `word`, in any case (like `grep -rail`)."""
+    needle = word.lower().encode()
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and needle in p.read_bytes().lower()
+    )
 
 
 def free_port() -> int:

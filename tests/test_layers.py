@@ -1,10 +1,13 @@
-"""Arrows only point down: no module imports from a layer above its own (DESIGN "Layout").
+"""The tree is the layer map: arrows only point down, and nothing imports in a cycle.
 
-Layers, bottom to top: `engram.stores` < `engram.nodes` < `engram.graph` < `engram.evals` <
-`engram.graph.cli` (the commands sit at the top, so the eval command may import the evals).
-Inside `stores/` and `nodes/`, rooms are ordered the same way (the memory model never imports
-maintenance, a node's helpers never import a node). Every import counts: module level, inside
-functions and under `TYPE_CHECKING`.
+Layers, bottom to top: `stores/` < `nodes/` < `graph/` < `evals/` < `graph/cli/` (the `engram`
+command is the composition root, so `engram eval` may import the evals) < `evals/bench/` (the
+benchmarks measure every layer, the command's start-up included). A module belongs to the
+deepest of these folders that holds it. Every import counts: module level, inside functions and
+under `TYPE_CHECKING`.
+
+Inside a layer, rooms (sub-folders) may import each other's modules in one direction only, and
+no module imports itself back through others.
 """
 
 from __future__ import annotations
@@ -15,37 +18,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("stores", "nodes", "graph", "evals")
-
-# (module prefix, rank): the longest matching prefix gives a module its rank.
-RANKS: dict[str, float] = {
-    "engram.stores": 0.0,  # embeddings, secrets, namespaces, steps, paths
-    "engram.stores.lexical": 0.1,
-    "engram.stores.chroma": 0.2,
-    "engram.stores.memory": 0.2,
-    "engram.stores.maintenance": 0.3,
-    "engram.stores.bench": 0.4,
-    "engram.nodes": 1.0,  # prompts, tokens, transcript, failures, context, state
-    "engram.nodes.extract": 1.1,
-    "engram.nodes.summarize": 1.1,
-    "engram.nodes.compress": 1.1,
-    "engram.nodes.merge_decision": 1.1,
-    "engram.nodes.start": 1.2,
-    "engram.nodes.respond": 1.3,
-    "engram.nodes.compact": 1.3,
-    "engram.nodes.consolidate": 1.3,
-    "engram.graph": 2.0,
-    "engram.graph.bench": 2.1,
-    "engram.evals": 3.0,
-    "engram.graph.cli": 4.0,
-}
-# A package's __init__ only re-exports its rooms: it takes the rank of what it re-exports.
-PACKAGE_INITS = {"engram.stores", "engram.nodes", "engram.graph", "engram.evals"}
+LAYERS = ("stores", "nodes", "graph", "evals", "graph/cli", "evals/bench")
+"""Folders, bottom to top."""
 
 
-def rank(module: str) -> float:
-    best = max((p for p in RANKS if module == p or module.startswith(p + ".")), key=len)
-    return RANKS[best]
+def layer(module: str) -> int:
+    """The rank of the deepest layer folder holding `module` (an `engram.` name)."""
+    path = "/".join(module.split(".")[1:])
+    return max(
+        rank for rank, folder in enumerate(LAYERS) if path == folder or path.startswith(folder + "/")
+    )
 
 
 def module_name(path: Path) -> str:
@@ -55,44 +37,111 @@ def module_name(path: Path) -> str:
     return ".".join(["engram", *parts])
 
 
+MODULES = {
+    module_name(p): p for folder in ("stores", "nodes", "graph", "evals") for p in (ROOT / folder).rglob("*.py")
+}
+
+
 def imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every `engram` module `path` imports; `from pkg import name` counts as
+    importing `pkg.name` when that is a module, else `pkg`."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.append((node.lineno, node.module))
-            # `from engram.stores import secrets` imports the module engram.stores.secrets
-            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                found.append((node.lineno, name if name in MODULES else node.module))
     return [(line, name) for line, name in found if name.startswith("engram.")]
 
 
-SOURCES = sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py"))
+def _package(module: str) -> str:
+    path = MODULES[module]
+    return module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
 
 
-def test_every_module_has_a_room() -> None:
-    assert len(SOURCES) > 50
-    assert all(module_name(p).split(".")[1] in FOLDERS for p in SOURCES)
+def test_every_module_has_a_layer() -> None:
+    assert len(MODULES) > 50
+    assert all(layer(m) >= 0 for m in MODULES)
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_no_import_points_up(path: Path) -> None:
-    importer = module_name(path)
-    if importer in PACKAGE_INITS:
-        return
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_points_up(module: str) -> None:
     upward = [
         f"line {line}: {name}"
-        for line, name in imports(path)
-        if rank(name) > rank(importer) and not name.startswith(importer + ".")
+        for line, name in imports(MODULES[module])
+        if layer(name) > layer(module) and not name.startswith(module + ".")
     ]
-    assert not upward, f"{importer} imports from a layer above it: {upward}"
+    assert not upward, f"{module} imports from a layer above it: {upward}"
 
 
-def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
-    fake = ROOT / "nodes" / "start.py"
-    source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from engram.graph import x\n"
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in edges.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_in_a_cycle() -> None:
+    """A package `__init__` that only re-exports is left out: importing the package is
+    importing the modules it names."""
+    edges = {
+        m: {n for _, n in imports(p) if n in MODULES and n != m}
+        for m, p in MODULES.items()
+        if p.name != "__init__.py"
+    }
+    for targets in edges.values():
+        targets -= {n for n in targets if MODULES[n].name == "__init__.py"}
+    assert _cycles(edges) == []
+
+
+def test_rooms_depend_on_each_other_one_way() -> None:
+    """Sibling folders (`stores/chroma` and `stores/lexical`, `nodes/model` and
+    `nodes/extract`, ...) never import each other both ways."""
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        here = _package(module)
+        for _, name in imports(path):
+            if name not in MODULES:
+                continue
+            there = _package(name)
+            if here.rsplit(".", 1)[0] == there.rsplit(".", 1)[0] and here != there:
+                edges.setdefault(here, set()).add(there)
+    assert _cycles(edges) == []
+
+
+def test_the_rules_catch_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
-    probe.write_text(source)
-    found = imports(probe)
-    assert {line for line, _ in found} == {3}
-    assert all(rank(name) > rank(module_name(fake)) for _, name in found)
+    probe.write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from engram.graph import x\n"
+    )
+    assert [(line, layer(name)) for line, name in imports(probe)] == [(3, LAYERS.index("graph"))]
+    assert layer("engram.graph.cli.commands") > layer("engram.evals.dialogs.runner")
+    assert layer("engram.evals.bench.cli") > layer("engram.graph.cli.commands")
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

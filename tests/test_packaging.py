@@ -84,7 +84,7 @@ def test_the_wheel_imports_from_outside_the_repository(wheel: Path, tmp_path: Pa
     code = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "import engram.graph, engram.nodes, engram.stores, engram.evals\n"
-        "from engram.evals.dialogs import bundled_suite_path\n"
+        "from engram.evals.dialogs.suite import bundled_suite_path\n"
         "mods = [engram.graph, engram.nodes, engram.stores, engram.evals]\n"
         "assert all(m.__file__.startswith(sys.argv[1]) for m in mods), [m.__file__ for m in mods]\n"
         "assert str(bundled_suite_path()).startswith(sys.argv[1]), bundled_suite_path()\n"

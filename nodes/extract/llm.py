@@ -7,7 +7,7 @@ write the memories itself, is there for models that do it well (`make_consolidat
 All turn a window of messages into `MemoryCandidate`s; the write policy in `LongTermMemory`
 decides what to store.
 
-The LLM extractor asks for `SaveMemories` through `engram.nodes.model_calls`: the output is
+The LLM extractor asks for `SaveMemories` through `engram.nodes.model.calls`: the output is
 bounded (`EXTRACT_MAX_TOKENS`, and the schema's `maxItems`/`maxLength`, which llama.cpp enforces
 as a grammar), each call has a timeout, and an answer that does not parse gets one corrective
 retry. After that it raises `ModelOutputError` (a `ValueError`) or `TimeoutError`; `consolidate`
@@ -34,18 +34,13 @@ from pydantic import BaseModel, Field
 
 from engram.nodes.extract.review import ReviewExtractor
 from engram.nodes.extract.rules import RuleExtractor
-from engram.nodes.model_calls import (
-    ModelOutputError,
-    ainvoke_structured,
-    call_timeout,
-    structured,
-)
+from engram.nodes.model.calls import BoundedCall, ModelOutputError
 from engram.nodes.prompts import (
     EXTRACTION_CONTEXT_SECTION,
     EXTRACTION_SYSTEM_PROMPT,
     EXTRACTION_USER_PROMPT,
 )
-from engram.nodes.transcript import render_transcript
+from engram.nodes.text.transcript import render_transcript
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import Category, MemoryCandidate
 from engram.stores.secrets import redact
@@ -168,10 +163,9 @@ class LLMExtractor:
         max_tokens: int = EXTRACT_MAX_TOKENS,
         timeout: float | None = None,
     ) -> None:
-        self.runnable = structured(
-            model, SaveMemories, max_tokens=max_tokens, run_name="engram_extract"
+        self.call = BoundedCall(
+            model, SaveMemories, max_tokens=max_tokens, run_name="engram_extract", timeout=timeout
         )
-        self.timeout = timeout if timeout is not None else call_timeout(model)
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
         self.context_section = context_section
@@ -188,12 +182,7 @@ class LLMExtractor:
         user = self.user_prompt.format(
             context_section=section, transcript=_redacted_transcript(messages)
         )
-        result = await ainvoke_structured(
-            self.runnable,
-            SaveMemories,
-            [SystemMessage(self.system_prompt), HumanMessage(user)],
-            timeout=self.timeout,
-        )
+        result = await self.call.ainvoke([SystemMessage(self.system_prompt), HumanMessage(user)])
         return [
             MemoryCandidate(
                 content=m.content, category=m.category, importance=m.importance,

@@ -18,7 +18,7 @@ does well:
    matched no question about the memory.
 
 A window where the rules find nothing costs no model call. The call is bounded like every
-memory-model call (`engram.nodes.model_calls`): an output limit, a timeout, one corrective retry;
+memory-model call (`engram.nodes.model.calls`): an output limit, a timeout, one corrective retry;
 then it raises, and `consolidate` stores the rules' own candidates for that window.
 """
 
@@ -32,7 +32,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, create_model
 
 from engram.nodes.extract.rules import RuleExtractor
-from engram.nodes.model_calls import ainvoke_structured, call_timeout, structured
+from engram.nodes.model.calls import BoundedCall
 from engram.nodes.prompts import REVIEW_SYSTEM_PROMPT, REVIEW_USER_PROMPT
 from engram.stores.memory.types import Category, MemoryCandidate
 
@@ -81,8 +81,8 @@ class ReviewExtractor:
     ) -> None:
         self.model = model
         self.rules = rules if rules is not None else RuleExtractor()
-        self.timeout = timeout if timeout is not None else call_timeout(model)
-        self._runnables: dict[int, tuple[type[BaseModel], Any]] = {}
+        self.timeout = timeout
+        self._calls: dict[int, BoundedCall[Any]] = {}
 
     async def aextract(
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
@@ -97,14 +97,12 @@ class ReviewExtractor:
         if not proposed:
             return []
         reviewed, rest = proposed[:MAX_CANDIDATES], proposed[MAX_CANDIDATES:]
-        schema, runnable = self._runnable(len(reviewed))
         numbered = "\n".join(
             f"{i}. [{c.category}] {c.content}" for i, c in enumerate(reviewed, 1)
         )
         user = REVIEW_USER_PROMPT.format(candidates=numbered, count=len(reviewed))
-        result = await ainvoke_structured(
-            runnable, schema, [SystemMessage(REVIEW_SYSTEM_PROMPT), HumanMessage(user)],
-            timeout=self.timeout,
+        result = await self._call(len(reviewed)).ainvoke(
+            [SystemMessage(REVIEW_SYSTEM_PROMPT), HumanMessage(user)]
         )
         kept = [
             _reviewed(candidate, review)
@@ -113,14 +111,14 @@ class ReviewExtractor:
         ]
         return [*kept, *rest]
 
-    def _runnable(self, count: int) -> tuple[type[BaseModel], Any]:
-        if count not in self._runnables:
-            schema = review_schema(count)
-            self._runnables[count] = schema, structured(
-                self.model, schema, max_tokens=64 + TOKENS_PER_CANDIDATE * count,
-                run_name="engram_extract",
+    def _call(self, count: int) -> BoundedCall[Any]:
+        """The call for `count` candidates (its schema asks for exactly `count` reviews)."""
+        if count not in self._calls:
+            self._calls[count] = BoundedCall(
+                self.model, review_schema(count), max_tokens=64 + TOKENS_PER_CANDIDATE * count,
+                run_name="engram_extract", timeout=self.timeout,
             )
-        return self._runnables[count]
+        return self._calls[count]
 
 
 def _reviewed(candidate: MemoryCandidate, review: Review) -> MemoryCandidate:

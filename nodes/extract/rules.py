@@ -56,7 +56,7 @@ from engram.nodes.extract.keys import key_for, key_in, terms, value_after
 from engram.nodes.extract.patterns import Rule, first_match, rx
 from engram.nodes.extract.text import Piece, Unit, details, has_cjk, has_detail, units
 from engram.nodes.extract.zh import RULES as ZH_RULES
-from engram.nodes.tokens import message_content
+from engram.nodes.text.tokens import message_content
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import MemoryCandidate
 from engram.stores.secrets import REDACTED, is_only_secret, redact

@@ -8,7 +8,7 @@ The default, `relative_score_fusion`, min-max-normalises each channel's scores o
 candidates and takes a weighted mean (Weaviate's "relative score fusion"): unlike reciprocal-rank
 fusion it keeps how far apart the candidates are, and unlike a mean of raw scores it does not depend
 on the embedder's similarity scale or on BM25's unbounded one. On LoCoMo's dev conversations it beats
-reciprocal-rank fusion by several points of any@10 with the same inputs (`evals/retrieval_bench.py`).
+reciprocal-rank fusion by several points of any@10 with the same inputs (`evals/bench/retrieval.py`).
 `LongTermMemory` applies it to the candidates of a `HybridSearchOp`.
 """
 

@@ -24,7 +24,7 @@ A maintenance run looks at the user's active memories (current and not forgotten
 Nothing is deleted: forgetting is the soft delete, restorable. Each change is recorded in the
 user's maintenance journal `("memory_maintenance", U)` (key: the memory id): the importance
 before it was lowered, why a memory was forgotten, what it was compressed into. `restore`
-(`engram.stores.memory.restore`) reads it to undo the change. Forgetting and lowering keep a
+(`engram.stores.memory.manage.restore`) reads it to undo the change. Forgetting and lowering keep a
 memory's `updated_at`, so they change neither recall's recency nor the next run's idle days;
 the originals of a compression, like any superseded memory, get `updated_at` = the run's time
 with their `valid_until`, and the new memories are created at it.
@@ -67,8 +67,7 @@ from engram.stores.maintenance.types import (
     MaintenanceReport,
     MaintenanceSettings,
 )
-from engram.stores.memory.journal import ForgetReason, JournalEntry
-from engram.stores.memory.policy import MAX_SOURCE_IDS
+from engram.stores.memory.manage.journal import ForgetReason, JournalEntry
 from engram.stores.memory.types import (
     CATEGORIES,
     Memory,
@@ -78,6 +77,7 @@ from engram.stores.memory.types import (
     utc_now,
 )
 from engram.stores.memory.users import items_steps, memories_steps
+from engram.stores.memory.write.policy import MAX_SOURCE_IDS
 from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
 from engram.stores.steps import Steps, arun_steps, run_steps
 
@@ -420,7 +420,7 @@ async def amaintain(
         store: The store holding the memories.
         user_id: Whose memories.
         settings: Thresholds, cap, TTLs, compression (default: `MaintenanceSettings()`).
-        compressor: Compresses old memories (`engram.nodes.compress.make_compressor`); None
+        compressor: Compresses old memories (`engram.nodes.model.compress.make_compressor`); None
             skips compression.
         clock: Returns the current time (timezone-aware); tests move it.
         dry_run: Report what would change; write nothing and call no model.

@@ -1,6 +1,6 @@
 """The data of maintenance: its settings, the journal that makes it reversible, its report.
 
-See `engram.stores.maintenance.maintain` for what a run does and `engram.stores.memory.restore` for how
+See `engram.stores.maintenance.maintain` for what a run does and `engram.stores.memory.manage.restore` for how
 the journal is used to undo it.
 """
 
@@ -86,7 +86,7 @@ class CompressionError(RuntimeError):
 
 
 class Compressor(Protocol):
-    """Compresses old memories of one category into a few (`engram.nodes.compress`)."""
+    """Compresses old memories of one category into a few (`engram.nodes.model.compress`)."""
 
     def compress(self, category: str, memories: Sequence[Memory]) -> list[CompressedDraft]:
         """1-3 drafts; raises `CompressionError`."""

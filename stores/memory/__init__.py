@@ -15,7 +15,7 @@ from engram.stores.lazy import lazy_exports
 if TYPE_CHECKING:
     from engram.stores.memory.categories import CATEGORIES, Category
     from engram.stores.memory.long_term import LongTermMemory
-    from engram.stores.memory.restore import RestoreResult
+    from engram.stores.memory.manage.restore import RestoreResult
     from engram.stores.memory.types import Memory, MemoryCandidate, ScoredMemory, WriteResult
     from engram.stores.memory.users import DeleteReport, UserStats, adelete_user, delete_user
 
@@ -40,7 +40,7 @@ __getattr__, __dir__ = lazy_exports(
         "CATEGORIES": "engram.stores.memory.categories",
         "Category": "engram.stores.memory.categories",
         "LongTermMemory": "engram.stores.memory.long_term",
-        "RestoreResult": "engram.stores.memory.restore",
+        "RestoreResult": "engram.stores.memory.manage.restore",
         "Memory": "engram.stores.memory.types",
         "MemoryCandidate": "engram.stores.memory.types",
         "ScoredMemory": "engram.stores.memory.types",

@@ -1,6 +1,6 @@
 """The job journal: memory-model work that runs after the reply, recorded in the store first.
 
-A background compaction or consolidation (`engram.nodes.background`) is one item under
+A background compaction or consolidation (`engram.nodes.work.background`) is one item under
 `("memory_jobs", <user label>)`, keyed by the job id, written before the turn's reply returns:
 
 - `status` "pending" while it runs, "done" with its `result` once it finished;

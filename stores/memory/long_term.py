@@ -9,10 +9,10 @@ a store without hybrid search, relevance is the embedding similarity alone. Writ
 through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
 similarity, add), are idempotent, and record provenance (source thread and message ids). With
 a `merge_decider`, a candidate similar to a memory but not for the rules to merge is decided by
-it: replace, merge or keep both (`engram.stores.memory.decision`). Text that is not valid Unicode
+it: replace, merge or keep both (`engram.stores.memory.write.decision`). Text that is not valid Unicode
 (a lone surrogate) is read with U+FFFD in its place.
 
-The logic lives once, as pure steps in `engram.stores.memory.policy`; the async methods drive it
+The logic lives once, as pure steps in `engram.stores.memory.write.policy`; the async methods drive it
 with `store.abatch` and the sync ones with `store.batch`.
 """
 
@@ -25,26 +25,13 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import supports_hybrid
-from engram.stores.memory.decision import (
-    DECISION_FLOOR,
-    MergeDecider,
-    aanswer_with,
-    answer_with,
-)
-from engram.stores.memory.policy import (
-    PolicySettings,
-    get_steps,
-    list_steps,
-    set_forgotten_steps,
-    upsert_steps,
-)
+from engram.stores.memory.manage.restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory.recall import (
     RecallSettings,
     episode_search_steps,
     search_steps,
     touch_steps,
 )
-from engram.stores.memory.restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory.types import (
     CATEGORIES,
     DEFAULT_IMPORTANCE,
@@ -59,6 +46,19 @@ from engram.stores.memory.types import (
     utc_now,
 )
 from engram.stores.memory.users import apurge_store, purge_store
+from engram.stores.memory.write.decision import (
+    DECISION_FLOOR,
+    MergeDecider,
+    aanswer_with,
+    answer_with,
+)
+from engram.stores.memory.write.policy import (
+    PolicySettings,
+    get_steps,
+    list_steps,
+    set_forgotten_steps,
+    upsert_steps,
+)
 from engram.stores.namespaces import (
     EPISODE_NAMESPACE,
     HASH_NAMESPACE,
@@ -92,9 +92,9 @@ class LongTermMemory:
         clock: Returns the current time (timezone-aware); tests pass a fixed one.
         merge_decider: Decides replace / merge / keep both for a candidate whose most similar
             memory of its category is at least `decision_floor` similar but not for the rules
-            to merge (`engram.nodes.merge_decision.make_merge_decider`); None: the rules alone.
+            to merge (`engram.nodes.model.merge_decision.make_merge_decider`); None: the rules alone.
         decision_floor: Similarity from which `merge_decider` is asked; the default suits
-            all-MiniLM-L6-v2 (`engram.stores.memory.decision.DECISION_FLOOR`).
+            all-MiniLM-L6-v2 (`engram.stores.memory.write.decision.DECISION_FLOOR`).
 
     Example:
         >>> from langgraph.store.memory import InMemoryStore
@@ -333,7 +333,7 @@ class LongTermMemory:
 
     async def arestore(self, user_id: str, memory_id: str) -> RestoreResult | None:
         """Undo `forget` and what maintenance did to a memory: forgotten -> active, a lowered
-        importance -> the old one, compressed -> current again (`engram.stores.memory.restore`).
+        importance -> the old one, compressed -> current again (`engram.stores.memory.manage.restore`).
         None if there is no such memory."""
         return await arun_steps(self.store, self._restore(user_id, memory_id))
 

@@ -17,7 +17,6 @@ from langgraph.store.base import GetOp, SearchItem, SearchOp
 
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import HybridHit, HybridSearchOp
-from engram.stores.memory.policy import status_filter
 from engram.stores.memory.types import (
     Memory,
     ScoredMemory,
@@ -27,6 +26,7 @@ from engram.stores.memory.types import (
     parse_time,
     recency,
 )
+from engram.stores.memory.write.policy import status_filter
 from engram.stores.steps import Steps
 
 

@@ -151,7 +151,7 @@ class MemoryCandidate(BaseModel):
     """What this changes, as the assistant's question named it when the user answered it with a
     change ("saving for the GPU?" from "Still saving for the GPU?" - "scratch the gpu, getting a
     steam deck instead"): the current memory that matches it best is superseded by this one
-    (`engram.stores.memory.policy`, step 3b)."""
+    (`engram.stores.memory.write.policy`, step 3b)."""
 
     @field_validator("content")
     @classmethod
@@ -202,7 +202,7 @@ class WriteResult:
     """Memories this write replaced (action `superseded`), as stored afterwards."""
     reason: str = ""
     decision: str | None = None
-    """What a merge decider said about this candidate (`engram.stores.memory.decision`):
+    """What a merge decider said about this candidate (`engram.stores.memory.write.decision`):
     "replace", "merge" or "keep_both"; "failed" when it gave no usable answer and the threshold
     rule applied (`reason` says why); None when it was not asked."""
 

@@ -22,7 +22,7 @@ all that reaches the BM25 index. Detection, in four families, applied in this or
   digits with a random string's entropy, such as an AWS secret key on its own.
 
 Not redacted: versions, ports, IP addresses, dates, phone numbers, git SHAs, UUIDs and other
-plain numbers and identifiers (the look-alikes in `tests/data/secrets_corpus.yaml`).
+plain numbers and identifiers (the look-alikes in `tests/stores/secrets/data/secrets_corpus.yaml`).
 
 Limits: a secret with no recognisable format and no telling word before it ("the door code
 is 4711" is found, "open it with 4711" is not); a number that passes the Luhn check and is

@@ -1,0 +1,2 @@
+"""Benchmarks, one room for every layer: `python -m engram.evals.bench SECTION [options]`
+(see `__main__`)."""

@@ -1,0 +1,309 @@
+"""The dialog runner: each dialog replayed through the engram graph on a fresh embedded store.
+
+For every dialog: a new `Sandbox` (ChromaStore on a PersistentClient and a SQLite checkpointer in
+a temporary folder), a `ScriptedChatModel` that gives the dialog's assistant turns, and the
+configured memory model (None: the offline summarizer and extractor). Each session is a thread
+with `Context(incognito=session.incognito)`; its user turns go in one `ainvoke` each, then
+`{"end_session": True}`. After every session the runner snapshots the long-term memories and runs
+the session's probes through `start`'s own recall path. It records, per turn, the prompt tokens
+`start` built (`built_context.token_stats.total`) next to the full-context baseline, and for the
+whole dialog the node latencies, the model calls and the failures the graph worked around.
+
+Dialogs run concurrently (`RunSettings.concurrency` at a time, longest first). Every message
+carries its session's date (`additional_kwargs["timestamp"]`, which archived messages show);
+memories themselves are stamped with the wall clock.
+
+Example:
+    >>> from engram.evals.dialogs.suite import bundled_suite_path, load_suite
+    >>> dialogs = load_suite(bundled_suite_path() / "en" / "en-tabs-to-spaces.yaml")
+    >>> runs = run_suite(dialogs)                                      # doctest: +SKIP
+    >>> runs[0].user_turns                                             # doctest: +SKIP
+    10
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from engram.evals.dialogs.metrics import StoredMemory, TokenTrace, full_context_tokens
+from engram.evals.dialogs.suite import Dialog, Session
+from engram.evals.instrument import RunRecorder
+from engram.evals.sandbox import sandbox
+from engram.evals.scripted import ScriptedChatModel
+from engram.graph import Context
+from engram.nodes.start import recall, recall_query
+from engram.nodes.text.tokens import REPLY_PRIMING, counter_for_model
+from engram.nodes.text.transcript import TIMESTAMP_KEY
+from engram.stores.memory.long_term import LongTermMemory
+
+logger = logging.getLogger(__name__)
+
+USER_ID = "eval-user"
+"""The user every dialog's memories belong to (each dialog has its own store)."""
+
+PROBE_TIMEOUT_MS = 30_000
+"""Recall timeout for probes: a probe measures what is recalled, not how fast (turns keep the
+default `Context.recall_timeout_ms`, and their timeouts are reported as failures)."""
+
+SNAPSHOT_LIMIT = 10_000
+"""Memories read back per snapshot at most."""
+
+
+class DialogRunError(RuntimeError):
+    """Replaying a dialog failed; the message names the dialog, session and turn."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """How dialogs are replayed."""
+
+    embeddings: Embeddings | None = None
+    """The store's embedder (default: `LocalEmbeddings`, all-MiniLM-L6-v2, loaded once)."""
+    memory_model: BaseChatModel | None = None
+    """Summaries and extraction; None: the offline built-ins."""
+    model_name: str | None = None
+    """Name of the answering model to budget for (its tokenizer); replies stay scripted."""
+    context_window: int | None = None
+    """Its context window (None: engram's lookup, 8192 for an unknown model)."""
+    concurrency: int = 2
+    """Dialogs replayed at the same time."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """What a probe's query recalled, best first."""
+
+    probe_id: str
+    memories: list[str]
+    """Contents of the recalled long-term memories."""
+    episodes: list[str]
+    """Contents of the recalled archived exchanges."""
+
+
+@dataclass(frozen=True)
+class SessionRun:
+    """The store after one session, and the session's probes."""
+
+    session_id: str
+    stored: list[StoredMemory]
+    """Every long-term memory (superseded and forgotten ones included) after the session."""
+    probes: list[ProbeRun]
+
+
+@dataclass
+class DialogRun:
+    """Everything measured while replaying one dialog."""
+
+    dialog: Dialog
+    sessions: list[SessionRun] = field(default_factory=list)
+    episodes: list[str] = field(default_factory=list)
+    """Contents of the archived exchanges in the store at the end."""
+    trace: TokenTrace = field(default_factory=lambda: TokenTrace([], []))
+    latencies: list[tuple[str, float]] = field(default_factory=list)
+    model_calls: int = 0
+    model_tokens: int = 0
+    user_turns: int = 0
+    failures: list[dict[str, str]] = field(default_factory=list)
+    """Failures the graph recorded and worked around (`{"stage", "error"}`)."""
+    encoding: str = ""
+    """The token counter's encoding."""
+    seconds: float = 0.0
+
+
+async def arun_suite(
+    dialogs: Sequence[Dialog],
+    settings: RunSettings | None = None,
+    *,
+    on_turn: Callable[[], None] | None = None,
+    on_dialog: Callable[[DialogRun], None] | None = None,
+) -> list[DialogRun]:
+    """Replay every dialog; results in the order of `dialogs`.
+
+    Args:
+        dialogs: The suite.
+        settings: Models, embedder and concurrency (default: offline, all-MiniLM-L6-v2).
+        on_turn: Called after every user turn (progress).
+        on_dialog: Called when a dialog is done.
+
+    Raises:
+        DialogRunError: A dialog could not be replayed (the graph raised).
+    """
+    settings = settings or RunSettings()
+    if settings.embeddings is None:
+        settings = dataclasses.replace(settings, embeddings=_local_embeddings())
+    gate = asyncio.Semaphore(settings.concurrency)
+
+    async def one(dialog: Dialog) -> DialogRun:
+        async with gate:
+            run = await arun_dialog(dialog, settings, on_turn=on_turn)
+        if on_dialog is not None:
+            on_dialog(run)
+        return run
+
+    longest_first = sorted(range(len(dialogs)), key=lambda i: -dialogs[i].user_turns)
+    tasks = {i: asyncio.create_task(one(dialogs[i])) for i in longest_first}
+    try:
+        await asyncio.gather(*tasks.values())
+    finally:
+        for task in tasks.values():
+            task.cancel()
+    return [tasks[i].result() for i in range(len(dialogs))]
+
+
+def run_suite(
+    dialogs: Sequence[Dialog],
+    settings: RunSettings | None = None,
+    *,
+    on_turn: Callable[[], None] | None = None,
+    on_dialog: Callable[[DialogRun], None] | None = None,
+) -> list[DialogRun]:
+    """Synchronous `arun_suite`."""
+    return asyncio.run(arun_suite(dialogs, settings, on_turn=on_turn, on_dialog=on_dialog))
+
+
+async def arun_dialog(
+    dialog: Dialog, settings: RunSettings, *, on_turn: Callable[[], None] | None = None
+) -> DialogRun:
+    """Replay one dialog on a fresh sandbox (see the module docstring)."""
+    if settings.embeddings is None:
+        raise ValueError("arun_dialog needs RunSettings.embeddings (arun_suite fills it in)")
+    began = time.perf_counter()
+    replies = [
+        AIMessage(reply, additional_kwargs={TIMESTAMP_KEY: session.date.isoformat()})
+        for session in dialog.sessions
+        for _, reply in session.exchanges()
+    ]
+    model = ScriptedChatModel(replies=replies, model_name=settings.model_name)
+    recorder = RunRecorder()
+    run = DialogRun(dialog)
+    engram_tokens: list[int] = []
+    baseline: list[int] = []
+    sessions_by_thread: dict[str, str] = {}
+    async with sandbox(
+        model, embeddings=settings.embeddings, memory_model=settings.memory_model
+    ) as box:
+        for session in dialog.sessions:
+            thread = f"{dialog.id}/{session.id}"
+            sessions_by_thread[thread] = session.id
+            ctx = Context(
+                user_id=USER_ID,
+                incognito=session.incognito,
+                context_window=settings.context_window,
+                memory_work="inline",  # each turn's memories are measured right after it
+            )
+            config: RunnableConfig = {
+                "configurable": {"thread_id": thread},
+                "callbacks": [recorder],
+                "metadata": {"eval_dialog": dialog.id, "eval_session": session.id},
+            }
+            for n, (user, _) in enumerate(session.exchanges()):
+                message = HumanMessage(
+                    user,
+                    id=f"{session.id}-u{n}",
+                    additional_kwargs={TIMESTAMP_KEY: session.date.isoformat()},
+                )
+                state = await _invoke(box.graph, {"messages": [message]}, config, ctx, thread, n)
+                engram_tokens.append(state["built_context"]["token_stats"]["total"])
+                run.encoding = state["built_context"]["encoding"]
+                run.failures.extend(state.get("failures", []))
+                run.user_turns += 1
+                if on_turn is not None:
+                    on_turn()
+            state = await _invoke(box.graph, {"end_session": True}, config, ctx, thread, None)
+            run.failures.extend(state.get("failures", []))
+            baseline.extend(_full_context(session, ctx, settings.model_name))
+            run.sessions.append(
+                SessionRun(
+                    session.id,
+                    await _snapshot(box.store, sessions_by_thread),
+                    [
+                        await _probe(box.store, p.id, p.query)
+                        for p in dialog.probes_after(session.id)
+                    ],
+                )
+            )
+        run.episodes = await _episodes(box.store)
+    if model.remaining:
+        raise DialogRunError(
+            f"dialog {dialog.id}: the graph asked for {model.calls} replies but the dialog has "
+            f"{len(replies)} assistant turns"
+        )
+    run.trace = TokenTrace(engram_tokens, baseline)
+    run.latencies = recorder.samples
+    run.model_calls = recorder.model_calls
+    run.model_tokens = recorder.model_tokens
+    run.seconds = time.perf_counter() - began
+    return run
+
+
+async def _invoke(
+    graph: CompiledStateGraph,
+    payload: dict[str, Any],
+    config: RunnableConfig,
+    ctx: Context,
+    thread: str,
+    turn: int | None,
+) -> dict[str, Any]:
+    try:
+        return await graph.ainvoke(payload, config, context=ctx)
+    except Exception as exc:  # the runner's boundary: say which dialog, session and turn broke
+        where = f"turn {turn + 1}" if turn is not None else "session end"
+        raise DialogRunError(f"{thread}, {where}: {type(exc).__name__}: {exc}") from exc
+
+
+def _full_context(session: Session, ctx: Context, model_name: str | None) -> list[int]:
+    """The baseline prompt per user turn of a session: system prompt plus the whole thread."""
+    counter = counter_for_model(model_name)
+    kinds = {"user": HumanMessage, "assistant": AIMessage}
+    tokens = [counter.count_message(kinds[turn.role](turn.content)) for turn in session.turns]
+    system = counter.count_message(SystemMessage(ctx.system_prompt)) + REPLY_PRIMING
+    return full_context_tokens(tokens, system)
+
+
+async def _snapshot(store: BaseStore, sessions_by_thread: dict[str, str]) -> list[StoredMemory]:
+    memories = await LongTermMemory(store).alist(
+        USER_ID, include_superseded=True, include_forgotten=True, limit=SNAPSHOT_LIMIT
+    )
+    return [
+        StoredMemory.from_value(m.to_value(), sessions_by_thread.get(m.source_thread_id or ""))
+        for m in memories
+    ]
+
+
+async def _probe(store: BaseStore, probe_id: str, query: str) -> ProbeRun:
+    """The probe's query as the first message of a new thread, through `start`'s recall."""
+    ctx = Context(user_id=USER_ID, recall_timeout_ms=PROBE_TIMEOUT_MS)
+    memories, episodes = await recall(store, ctx, recall_query([HumanMessage(query)], 0))
+    return ProbeRun(
+        probe_id,
+        [scored.memory.content for scored in memories],
+        [str(item.value.get("content", "")) for item in episodes],
+    )
+
+
+async def _episodes(store: BaseStore) -> list[str]:
+    items = await store.asearch(LongTermMemory.episode_namespace(USER_ID), limit=SNAPSHOT_LIMIT)
+    return [str(item.value.get("content", "")) for item in items]
+
+
+def _local_embeddings() -> Embeddings:
+    from engram.stores.embeddings import LocalEmbeddings
+
+    return LocalEmbeddings()

@@ -1,0 +1,160 @@
+"""The figures of a report: what each metric means, the targets it is judged by, and how it is
+printed (shared by the JSON report, its HTML twin and the console summary).
+
+A metric whose value is None (nothing to measure) never passes its target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bar a metric must clear: `value >= threshold` or `value <= threshold`."""
+
+    metric: str
+    op: Literal[">=", "<="]
+    threshold: float
+
+    @property
+    def text(self) -> str:
+        """The target as written in reports, e.g. ">= 0.8"."""
+        return f"{self.op} {self.threshold:g}"
+
+    def passes(self, value: float | None) -> bool:
+        """Whether `value` meets the target; a missing value (None) never does."""
+        if value is None:
+            return False
+        return value >= self.threshold if self.op == ">=" else value <= self.threshold
+
+
+SUITE_TARGETS: tuple[Target, ...] = (
+    Target("extraction_f1", ">=", 0.8),
+    Target("probe_recall_at_5", ">=", 0.9),
+    Target("detail_retention", ">=", 0.8),
+    Target("secrets_stored", "<=", 0),
+    Target("chitchat_memories", "<=", 0),
+    Target("token_ratio_at_150", "<=", 0.25),
+)
+"""Issue 4's targets for the bundled suites in offline mode (reported, not tuned for)."""
+
+LOCOMO_TARGETS: tuple[Target, ...] = (
+    Target("any_at_10", ">=", 0.80),
+    Target("frac_at_10", ">=", 0.70),
+)
+"""The LoCoMo dev set in engine mode: the long-term-memory issue's targets (any@10 >= 0.80,
+frac@10 >= 0.70), stricter than the evals issue's any@10 >= 0.75. For scale, on those five
+conversations BM25 alone reaches 0.663 / 0.605, all-MiniLM-L6-v2 alone 0.612 / 0.541."""
+
+SUITE_METRICS: tuple[str, ...] = (
+    "extraction_precision",
+    "extraction_recall",
+    "extraction_f1",
+    "detail_retention",
+    "category_accuracy",
+    "duplicate_rate",
+    "stale_fact_rate",
+    "probe_recall_at_5",
+    "secrets_stored",
+    "chitchat_memories",
+    "token_ratio_at_150",
+    "model_calls_per_turn",
+    "model_tokens_per_turn",
+    "latency_p50_ms",
+    "latency_p95_ms",
+)
+"""The metric names every suite report holds (more may follow them)."""
+
+METRIC_DEFINITIONS: dict[str, str] = {
+    "extraction_precision": "stored memories that match an expected one / stored memories",
+    "extraction_recall": "expected memories matched by a stored one / expected memories",
+    "extraction_f1": "harmonic mean of extraction precision and recall",
+    "detail_retention": "required details found verbatim in any stored memory / all details",
+    "category_accuracy": "matched memories stored under the expected category",
+    "duplicate_rate": "current memories that repeat a matched or earlier one / current memories",
+    "stale_fact_rate": "corrected facts whose old version is still current / corrections due",
+    "probe_recall_at_5": "expected memories found in a probe's top 5 recalled / expected",
+    "probe_recall_with_episodes": "probe recall counting archived verbatim messages too",
+    "on_time_recall": "expected memories stored right after the session they are due by",
+    "secrets_stored": "stored memories holding a secret the dialog forbids (count)",
+    "secrets_in_episodes": "archived messages holding a forbidden secret (count)",
+    "chitchat_memories": "memories stored from chit-chat sessions (count)",
+    "incognito_leaks": "memories stored from incognito sessions (count)",
+    "token_ratio_at_150": "prompt tokens at turn 150 / the full-context baseline's",
+    "model_calls_per_turn": "chat-model calls (answering, summarising, extracting) / user turns",
+    "model_tokens_per_turn": "prompt + completion tokens the models reported / user turns",
+    "stored_memories": "memories in the store after the last session (count)",
+    "prompt_tokens_per_turn": "tokens engram put in the answering prompt, per turn (mean)",
+    "full_context_tokens_per_turn": "tokens of the whole conversation so far, per turn (mean)",
+    "latency_p50_ms": "median milliseconds per graph node",
+    "latency_p95_ms": "95th-percentile milliseconds per graph node",
+}
+"""One line per suite metric: what it counts (shown next to the value in every report)."""
+
+LOWER_IS_BETTER = frozenset(
+    {
+        "duplicate_rate",
+        "stale_fact_rate",
+        "secrets_stored",
+        "secrets_in_episodes",
+        "chitchat_memories",
+        "incognito_leaks",
+        "token_ratio_at_150",
+        "model_calls_per_turn",
+        "model_tokens_per_turn",
+        "prompt_tokens_per_turn",
+    }
+)
+
+COUNT_METRICS = frozenset(
+    {
+        "secrets_stored",
+        "secrets_in_episodes",
+        "chitchat_memories",
+        "incognito_leaks",
+        "stored_memories",
+        "prompt_tokens_per_turn",
+        "full_context_tokens_per_turn",
+        "model_calls_per_turn",
+        "model_tokens_per_turn",
+    }
+)
+"""Metrics that are not shares in [0, 1]."""
+
+
+def check_targets(
+    metrics: Mapping[str, Any], targets: Sequence[Target]
+) -> dict[str, dict[str, Any]]:
+    """`{metric: {"target": ">= 0.8", "value": ..., "pass": ...}}` for each target."""
+    return {
+        t.metric: {
+            "target": t.text,
+            "value": metrics.get(t.metric),
+            "pass": t.passes(metrics.get(t.metric)),
+        }
+        for t in targets
+    }
+
+
+def all_pass(report: Mapping[str, Any]) -> bool:
+    """Whether every target of a report passed."""
+    return all(entry["pass"] for entry in report["targets"].values())
+
+
+def verdict(target: Mapping[str, Any] | None) -> Literal["pass", "fail"] | None:
+    """The verdict of a `check_targets` entry, "pass" or "fail"; None without a target."""
+    if target is None:
+        return None
+    return "pass" if target["pass"] else "fail"
+
+
+def format_number(value: Any) -> str:
+    """A metric as reports print it: 3 decimals below 10, 1 above, "n/a" for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)

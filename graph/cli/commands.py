@@ -1,0 +1,54 @@
+"""The `engram` command, put together in one place: `engram eval ...` and `engram memory ...`.
+
+Every command is registered here, in the order `--help` lists them; the command modules only
+define functions.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from engram.graph.cli.eval import app as eval_app
+from engram.graph.cli.help import PlainCommand
+from engram.graph.cli.memory import edit, maintain, read, transfer
+from engram.graph.cli.memory.support import ends_with_command
+
+MEMORY_COMMANDS = (
+    read.list_,
+    read.search,
+    read.show,
+    read.stats,
+    edit.add,
+    edit.forget,
+    edit.restore,
+    edit.delete,
+    maintain.maintain,
+    transfer.export,
+    transfer.import_,
+)
+"""The `engram memory` subcommands; a trailing `_` of a function's name is not part of the
+command's (`list_` is `engram memory list`)."""
+
+memory_app = typer.Typer(
+    help="Inspect and manage a user's long-term memories.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+for _command in MEMORY_COMMANDS:
+    memory_app.command(_command.__name__.rstrip("_"), cls=PlainCommand)(_command)
+
+app = typer.Typer(
+    name="engram",
+    help="engram: a memory layer for LangGraph agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,  # plain help: no type noise, and 0.2 s less than rich's
+)
+app.add_typer(eval_app, name="eval")
+app.add_typer(memory_app, name="memory")
+
+
+def main() -> None:
+    """The `engram` console script: `app`, in a process that ends with the command."""
+    ends_with_command()
+    app()

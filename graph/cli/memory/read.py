@@ -1,0 +1,214 @@
+"""`engram memory list / search / show / stats`: the commands that only read.
+
+Ids can be shortened to any unique prefix, as shown in the tables. Only `delete` is
+irreversible, and it asks first (`--yes` skips the question); `forget`, maintenance and a bullet
+removed from an imported `memory.md` are undone by `restore`.
+"""
+
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.markup import escape as esc
+
+from engram.graph.cli.memory.options import (
+    CATEGORY_HELP,
+    All,
+    Data,
+    Forgotten,
+    Json,
+    Superseded,
+    User,
+    command,
+)
+from engram.graph.cli.memory.support import (
+    DEFAULT_USER,
+    CliError,
+    all_memories,
+    checked_user,
+    ensure_user,
+    known_users,
+    memory_table,
+    open_backend,
+    out,
+    print_json,
+    resolve_id,
+    stats_table,
+)
+from engram.stores.memory.categories import CATEGORIES, Category
+
+
+@command
+def list_(
+    user: User = None,
+    category: Annotated[
+        list[str] | None,
+        typer.Option("--category", "-c", metavar="CATEGORY", help=CATEGORY_HELP),
+    ] = None,
+    forgotten: Forgotten = False,
+    superseded: Superseded = False,
+    all_: All = False,
+    limit: Annotated[int, typer.Option(metavar="N", help="Show at most this many.")] = 100,
+    as_json: Json = False,
+    data: Data = None,
+) -> None:
+    """List a user's memories, most recently updated first (current ones unless asked)."""
+    user_id = user or DEFAULT_USER
+    wanted = _categories(category)
+    with open_backend(data) as backend:
+        memories = all_memories(backend, user_id)
+    shown = [
+        m
+        for m in memories
+        if (not wanted or m.category in wanted)
+        and (m.current or superseded or all_)
+        and (not m.forgotten or forgotten or all_)
+    ]
+    shown.sort(key=lambda m: m.updated_at, reverse=True)
+    if as_json:
+        print_json([m.to_value() for m in shown[:limit]])
+        return
+    title = f"{len(shown)} memories of {user_id!r}" + (
+        f" (first {limit})" if len(shown) > limit else ""
+    )
+    out.print(memory_table(shown[:limit], title=title, show_state=superseded or forgotten or all_))
+
+
+@command
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    user: User = None,
+    k: Annotated[int, typer.Option("-k", metavar="N", help="How many results at most.")] = 5,
+    category: Annotated[
+        list[str] | None,
+        typer.Option("--category", "-c", metavar="CATEGORY", help=CATEGORY_HELP),
+    ] = None,
+    forgotten: Forgotten = False,
+    superseded: Superseded = False,
+    as_json: Json = False,
+    data: Data = None,
+) -> None:
+    """Recall memories as the graph would, best first (does not count as a recall)."""
+    from engram.stores.memory.long_term import LongTermMemory
+
+    user_id = user or DEFAULT_USER
+    with open_backend(data, embeds_few=True, query=query) as backend:
+        found = LongTermMemory(backend.store).search(
+            checked_user(user_id),
+            query,
+            k,
+            categories=_categories(category),
+            include_forgotten=forgotten,
+            include_superseded=superseded,
+            touch=False,
+        )
+        if not found:
+            ensure_user(backend, user_id)  # an unknown user is an error, not an empty result
+    if as_json:
+        print_json(
+            [
+                {
+                    "score": s.score,
+                    "relevance": s.relevance,
+                    "similarity": s.similarity,
+                    "recency": s.recency,
+                    **s.memory.to_value(),
+                }
+                for s in found
+            ]
+        )
+        return
+    out.print(
+        memory_table(
+            [s.memory for s in found],
+            scores=[s.score for s in found],
+            show_state=forgotten or superseded,
+            title=f"{len(found)} memories of {user_id!r} for {query!r}",
+        )
+    )
+
+
+@command
+def show(
+    memory_id: Annotated[
+        str, typer.Argument(metavar="ID", help="A memory id (or a unique prefix).")
+    ],
+    user: User = None,
+    as_json: Json = False,
+    data: Data = None,
+) -> None:
+    """Show one memory: every field, its history and what maintenance did to it."""
+    from engram.stores.memory.manage.journal import JournalEntry
+    from engram.stores.memory.markdown.format import status_of
+    from engram.stores.namespaces import journal_namespace
+
+    user_id = user or DEFAULT_USER
+    with open_backend(data) as backend:
+        memory = resolve_id(backend, user_id, memory_id)
+        entry_item = backend.store.get(journal_namespace(user_id), memory.id)
+    entry = JournalEntry.model_validate(entry_item.value) if entry_item else None
+    if as_json:
+        print_json(
+            {**memory.to_value(), "maintenance": entry.model_dump(mode="json") if entry else None}
+        )
+        return
+    out.print(
+        f"[bold cyan]{memory.id}[/bold cyan]  [bold]{memory.category}[/bold]  {status_of(memory)}"
+    )
+    out.print(memory.content, markup=False, highlight=False)
+    fields = memory.to_value()
+    for name in (
+        "importance",
+        "confidence",
+        "access_count",
+        "last_accessed",
+        "key",
+        "structured_data",
+        "source_thread_id",
+        "source_message_ids",
+        "valid_from",
+        "valid_until",
+        "supersedes",
+        "superseded_by",
+        "created_at",
+        "updated_at",
+    ):
+        if fields.get(name) not in (None, [], {}):
+            out.print(f"  [dim]{name}:[/dim] {esc(str(fields[name]))}", highlight=False)
+    if entry:
+        out.print(
+            f"  [dim]maintenance:[/dim] {esc(str(entry.model_dump(exclude_defaults=True)))}",
+            highlight=False,
+        )
+
+
+@command
+def stats(
+    user: User = None,
+    as_json: Json = False,
+    data: Data = None,
+) -> None:
+    """Counts per state and category, for one user or (without --user) for every user."""
+    from engram.stores.memory.users import stats_steps
+    from engram.stores.steps import run_steps
+
+    with open_backend(data) as backend:
+        users = [ensure_user(backend, user)] if user else known_users(backend.store)
+        found = [run_steps(backend.store, stats_steps(u)) for u in users]
+    if as_json:
+        print_json([s.to_dict() for s in found] if user is None else found[0].to_dict())
+        return
+    out.print(stats_table(found, backend.where))
+
+
+def _categories(values: list[str] | None) -> list[Category]:
+    """`--category` values, checked."""
+    for value in values or []:
+        if value not in CATEGORIES:
+            raise CliError(
+                f"unknown category {value!r}: use one of {', '.join(CATEGORIES)}", code=2
+            )
+    return list(values or [])  # type: ignore[arg-type]
+

@@ -1,3 +1,0 @@
-from engram.stores.bench.run import main
-
-raise SystemExit(main())

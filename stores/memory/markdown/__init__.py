@@ -1,0 +1,1 @@
+"""memory.md: the format (`format`) and importing it (`importer`)."""

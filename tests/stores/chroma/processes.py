@@ -1,0 +1,121 @@
+"""Processes that share one engram data folder ($ENGRAM_DATA_DIR), for the multi-process tests.
+
+Each prints one JSON line on stdout saying what it did, so the test can account for every write:
+
+    python tests/stores/chroma/processes.py app TURNS USER [PROBE]  # the graph app: TURNS turns; then, once
+                                                      # $ENGRAM_DATA_DIR/others.done exists, PROBE
+    python tests/stores/chroma/processes.py writer NAME COUNT     # COUNT puts through ChromaStore, then reads
+    python tests/stores/chroma/processes.py reader                # searches until others.done exists
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from langchain_core.messages import HumanMessage
+
+NAMESPACE = ("shared", "items")
+
+
+def app(turns: int, user: str, probe: str | None = None) -> dict:
+    """The graph app on the default store and checkpointer, consolidating every 5 turns; with a
+    `probe`, one more turn once the other processes are done, reporting what it recalled."""
+    from fakes import RecordingChatModel
+
+    from engram.graph.builder import compile_graph
+    from engram.nodes.context import Context
+
+    model = RecordingChatModel(messages=itertools.cycle(["Noted, thanks."]))
+    graph = compile_graph(model)
+    config = {"configurable": {"thread_id": f"app-{user}"}}
+    context = Context(user_id=user, consolidate_every_turns=5, recall_timeout_ms=30_000)
+    failed: list[list[dict]] = []
+    recalled: list[int] = []
+    for turn in range(turns):
+        text = f"I prefer to keep project number {turn} notes in the folder named tidepool{turn}"
+        out = graph.invoke({"messages": [HumanMessage(text)]}, config, context=context)
+        if out.get("failures"):
+            failed.append(out["failures"])
+        recalled.append(len(out["built_context"]["memory_ids"]))
+    result: dict = {"turns": turns, "failed": failed, "recalled": recalled}
+    if probe:
+        done = Path(os.environ["ENGRAM_DATA_DIR"]) / "others.done"
+        while not done.exists():
+            time.sleep(0.1)
+        out = graph.invoke({"messages": [HumanMessage(probe)]}, config, context=context)
+        result["probe_failures"] = out.get("failures", [])
+        result["probe_memories"] = out["built_context"]["memory_block"]
+    return result
+
+
+def writer(name: str, count: int) -> dict:
+    """`count` puts of distinct items, each read back by key and found by a search."""
+    from engram.stores.chroma.store import make_store
+
+    store = make_store()
+    missing = []
+    for n in range(count):
+        key = f"{name}-{n}"
+        store.put(NAMESPACE, key, {"content": f"note {n} written by {name} about quartz{n}"})
+        if store.get(NAMESPACE, key) is None:
+            missing.append(key)
+        hits = store.search(NAMESPACE, query=f"quartz{n} {name}", limit=50)
+        if key not in {hit.key for hit in hits}:
+            missing.append(f"search:{key}")
+    return {"written": count, "missing": missing}
+
+
+def opener(name: str, at: float) -> dict:
+    """Opens the store at wall-clock time `at` (beside other openers of a new folder), then
+    writes one item."""
+    import time
+
+    from engram.stores.chroma.store import make_store
+
+    time.sleep(max(0.0, at - time.time()))
+    store = make_store()
+    store.put(NAMESPACE, name, {"content": f"opened by {name}"})
+    return {"opened": name}
+
+
+def reader() -> dict:
+    """Searches (vector, plain, hybrid) and namespace listings until the writers are done
+    (`$ENGRAM_DATA_DIR/others.done` exists), checking that they agree with each other."""
+    from engram.stores.chroma.store import make_store
+    from engram.stores.lexical.hybrid import HybridSearchOp
+
+    store = make_store()
+    reads = 0
+    seen = 0
+    done = Path(os.environ["ENGRAM_DATA_DIR"]) / "others.done"
+    while not reads or not done.exists():
+        listed = store.search(NAMESPACE, limit=1000)  # items only grow: later reads see more
+        hits = store.search(NAMESPACE, query="quartz note", limit=10)
+        [hybrid] = store.batch([HybridSearchOp(NAMESPACE, "quartz note", limit=10)])
+        namespaces = store.list_namespaces(prefix=("shared",))
+        reads += 1
+        seen = max(seen, len(listed))
+        wanted = min(10, len(listed))
+        if len(hits) < wanted or len(hybrid) < wanted or (listed and namespaces != [NAMESPACE]):
+            raise AssertionError(f"{len(hits)} hits, {len(hybrid)} hybrid, {len(listed)} items")
+    return {"reads": reads, "seen": seen}
+
+
+if __name__ == "__main__":
+    role, *args = sys.argv[1:]
+    if role == "app":
+        result = app(int(args[0]), args[1], *args[2:])
+    elif role == "writer":
+        result = writer(args[0], int(args[1]))
+    elif role == "reader":
+        result = reader()
+    elif role == "opener":
+        result = opener(args[0], float(args[1]))
+    else:
+        raise SystemExit(f"unknown role {role!r}: use app, writer, reader or opener")
+    print(json.dumps(result))
