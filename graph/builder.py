@@ -7,10 +7,11 @@ START ──▶ start ──▶ respond ──▶ (compaction edge) ──▶ co
                       └─tools (only when tools are given)
 ```
 
-Nodes are `async def`. Each is registered with a thin sync twin that runs the same coroutine on
-one background event loop (`engram.graph.loop`), so `graph.invoke` / `graph.stream` work as well
-as `ainvoke` / `astream`, with one copy of the logic (LangGraph refuses async-only nodes under
-sync `invoke`).
+Nodes are `async def`. `ainvoke` / `astream` run them on the caller's loop; LangGraph refuses
+async-only nodes under sync `invoke`, so each is registered with a thin sync twin that runs the
+same coroutine in the thread LangGraph gives it (`engram.graph.loop`), and `respond` with a sync
+form that calls the answering model's sync API: one copy of the logic, and a model's async
+client only ever on the caller's own loop.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from engram.stores.paths import default_checkpoint_path
 logger = logging.getLogger(__name__)
 
 Node = Callable[[EngramState, Runtime[Context]], Awaitable[dict[str, Any]]]
+SyncNode = Callable[[EngramState, Runtime[Context]], dict[str, Any]]
 
 
 def build_graph(
@@ -75,7 +77,8 @@ def build_graph(
     builder = StateGraph(EngramState, context_schema=Context)
     start = make_start(model_name=name, default_window=context_window_for(model), work=work)
     builder.add_node("start", _bridge("start", start))
-    builder.add_node("respond", _bridge("respond", make_respond(model, tools)))
+    respond, respond_sync = make_respond(model, tools)
+    builder.add_node("respond", _bridge("respond", respond, respond_sync))
     compact = make_compact(memory_model, model_name=name, work=work)
     builder.add_node("compact", _bridge("compact", compact))
     builder.add_node("consolidate", _bridge("consolidate", make_consolidate(memory_model, work=work)))
@@ -150,14 +153,16 @@ def _route_start(state: EngramState) -> str:
     return "consolidate" if state.get("end_session") else "start"
 
 
-def _bridge(name: str, node: Node) -> RunnableLambda:
-    """The node as a runnable with an async body and a sync twin running the same coroutine."""
+def _bridge(name: str, node: Node, sync: SyncNode | None = None) -> RunnableLambda:
+    """The node as a runnable with an async body and a sync twin: `sync` when the node has a
+    sync form, else the same coroutine run in the calling thread."""
 
     async def arun(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
         return await node(state, _with_context(get_runtime()))
 
     def run(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
-        return run_sync(node(state, _with_context(get_runtime())))
+        runtime = _with_context(get_runtime())
+        return sync(state, runtime) if sync is not None else run_sync(node(state, runtime))
 
     return RunnableLambda(run, afunc=arun, name=name)
 

@@ -154,8 +154,7 @@ def make_compact(
             }
             if (recorded := await work.submit("compact", job, state, runtime)) is not None:
                 return {**restart, **recorded}
-        folding = _fold(state.get("summary", ""), evicted, over_cap, runtime)
-        fold = await (work.on_worker(folding) if work is not None else folding)
+        fold = await _fold(state.get("summary", ""), evicted, over_cap, runtime)
         if not fold["ok"]:
             return {"failures": fold["failures"]}
         update = compaction_update(

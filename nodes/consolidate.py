@@ -134,7 +134,7 @@ def make_consolidate(
         update = await _submit(state, runtime) if work is not None else None
         submitted = update or {}
         if update is None:
-            update = await _inline(state, runtime)
+            update = await _extract_and_write(state, runtime)
         elif work is not None and state.get("end_session"):  # no reply to hurry: wait for it
             finished = await work.collect(applied_state(state, update), runtime, finish=True)
             update = merge_updates(update, finished)
@@ -178,19 +178,6 @@ def make_consolidate(
             "consolidated_message_ids": _bounded(done + [m.id for m in todo if m.id], state),
             **recorded,
         }
-
-    async def _inline(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
-        """The extraction now, on the worker's loop when there is one (`MemoryWork.on_worker`);
-        its events go out from here, the node's own thread."""
-        if work is None:
-            return await _extract_and_write(state, runtime)
-        events: list[dict[str, Any]] = []
-        update = await work.on_worker(
-            _extract_and_write(state, runtime.override(stream_writer=events.append))
-        )
-        for event in events:
-            runtime.stream_writer(event)
-        return update
 
     async def run_job(
         job: dict[str, Any], state: EngramState, runtime: Runtime[Context]

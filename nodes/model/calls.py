@@ -14,6 +14,12 @@ and a slow one cannot hold a node for minutes:
 - `BoundedCall` puts the three together: the one building block of the compressor, the merge
   decider and the model extractors.
 
+Every call goes through the model's sync API (`invoke`) on one of engram's call threads
+(`acall_sync`), whatever loop or thread awaits it. A model's async HTTP client is bound to the
+event loop it first ran on (langchain-openai shares one per base URL between model objects), so
+engram never touches it: the answering model and the memory model can be one object, used by
+the app on its own loop, by a sync `invoke` and by background work at once.
+
 Example:
     >>> ModelOutputError("the answer was cut at 512 tokens").args[0]
     'the answer was cut at 512 tokens'
@@ -22,7 +28,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextvars
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from typing import Any, Generic, TypeVar
 
 import openai
@@ -41,8 +50,11 @@ RETRIES = 1
 """Corrective retries after an answer that does not parse."""
 MAX_ECHO_CHARS = 1500
 """How much of an unusable answer is shown back to the model on the retry."""
+CALL_THREADS = 4
+"""Memory-model calls that may wait for an answer at once in one process; more queue."""
 
 Schema = TypeVar("Schema", bound=BaseModel)
+T = TypeVar("T")
 
 
 class ModelOutputError(ValueError):
@@ -58,10 +70,14 @@ def call_timeout(model: BaseChatModel) -> float:
     return CALL_TIMEOUT
 
 
-def limited(model: BaseChatModel, max_tokens: int) -> Runnable:
-    """`model` with an output limit on every call, for OpenAI-compatible models (a `max_tokens`
-    request field); other models are returned as they are (callers still time out and truncate)."""
-    return model.bind(max_tokens=max_tokens) if _speaks_openai(model) else model
+def limited(model: BaseChatModel, max_tokens: int) -> BaseChatModel:
+    """`model` with an output limit on every call, for OpenAI-compatible models (a copy with
+    `max_tokens` set, sharing the model's HTTP clients; a `bind` would be lost by
+    `with_structured_output`, leaving the answering model's own limit); other models are
+    returned as they are (callers still time out and truncate)."""
+    if not _speaks_openai(model):
+        return model
+    return model.model_copy(update={"max_tokens": max_tokens})
 
 
 def structured(model: BaseChatModel, schema: type[BaseModel], *, max_tokens: int,
@@ -98,7 +114,7 @@ async def ainvoke_structured(
     attempt = list(messages)
     for remaining in range(retries, -1, -1):
         try:
-            result = await asyncio.wait_for(runnable.ainvoke(attempt), timeout)
+            result = await acall_sync(runnable.invoke, attempt, timeout=timeout)
             parsed, raw_text, error = _unpack(result, schema)
         except (ValueError, openai.LengthFinishReasonError) as exc:
             parsed, raw_text, error = None, "", _describe(exc)
@@ -112,6 +128,26 @@ async def ainvoke_structured(
             HumanMessage(STRUCTURED_RETRY_PROMPT.format(error=error)),
         ]
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def acall_sync(
+    call: Callable[[Any], T], arg: Any, *, timeout: float = CALL_TIMEOUT
+) -> T:
+    """`call(arg)` on one of engram's call threads, awaited from any loop (module docstring).
+
+    The caller's context variables go along (the run's config, so its callbacks and tracing).
+    A call that times out is abandoned: its thread ends when the model's own request does.
+
+    Raises:
+        TimeoutError: No answer within `timeout` seconds.
+
+    Example:
+        >>> asyncio.run(acall_sync(str.upper, "remember"))
+        'REMEMBER'
+    """
+    context = contextvars.copy_context()
+    future = _call_threads().submit(context.run, call, arg)
+    return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
 
 
 class BoundedCall(Generic[Schema]):
@@ -179,3 +215,8 @@ def _speaks_openai(model: BaseChatModel) -> bool:
 def _describe(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {text[:500]}" if text else type(exc).__name__
+
+
+@cache
+def _call_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="engram-model-call")

@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.constants import TAG_NOSTREAM
 
-from engram.nodes.model.calls import call_timeout, limited
+from engram.nodes.model.calls import acall_sync, call_timeout, limited
 from engram.nodes.prompts import SUMMARY_NEW_PROMPT, SUMMARY_SYSTEM_PROMPT, SUMMARY_UPDATE_PROMPT
 from engram.nodes.text.tokens import TokenCounter, message_content
 from engram.nodes.text.transcript import render_transcript, role_of
@@ -128,8 +127,8 @@ class LLMSummarizer:
         runnable = limited(self.model, max_tokens + SUMMARY_SLACK_TOKENS).with_config(
             tags=[TAG_NOSTREAM], run_name="engram_summarize"
         )
-        reply = await asyncio.wait_for(
-            runnable.ainvoke([SystemMessage(system), HumanMessage(user)]), self.timeout
+        reply = await acall_sync(
+            runnable.invoke, [SystemMessage(system), HumanMessage(user)], timeout=self.timeout
         )
         text = reply.text.strip()
         if not text:

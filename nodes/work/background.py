@@ -19,9 +19,11 @@ A job whose owner is gone (its process was killed, or its lease ran out) is clai
 the thread's next turn, in whichever process that runs; a job whose run failed in this process
 is run again the same way. Results are idempotent (the write policy creates nothing twice,
 episodes have fixed keys), so a job run twice changes nothing more. A session end
-(`{"end_session": True}`) waits for the thread's jobs, and for its own extraction, which runs
-on the worker too (so in background mode every memory-model call is made from the worker's
-loop); incognito runs use no jobs.
+(`{"end_session": True}`) waits for the thread's jobs; incognito runs use no jobs.
+
+The worker's loop runs only the jobs. Their memory-model calls go through the model's sync API
+on engram's call threads (`engram.nodes.model.calls`), as every memory-model call does, so
+the worker never puts a model's async client on a loop of its own.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from langchain_core.messages import RemoveMessage
@@ -66,15 +68,8 @@ logger = logging.getLogger(__name__)
 Runner = Callable[[dict[str, Any], "EngramState", Runtime["Context"]], Awaitable[dict[str, Any]]]
 """Runs one job (its reference, the thread's state, the run's runtime) and returns its result."""
 
-T = TypeVar("T")
-
-
 class MemoryWork:
     """The background jobs of one graph (or middleware): which kinds it runs, and when.
-
-    Every memory-model call of a graph or middleware that has one runs on the worker's event
-    loop, inline work included (`on_worker`): a model's async HTTP client is bound to the loop
-    it first ran on, so a model used from two loops fails.
 
     Args:
         memory_model: Whether a memory model is configured ("auto" mode runs in the background
@@ -110,22 +105,6 @@ class MemoryWork:
         return ctx.memory_work == "background" or (
             ctx.memory_work == "auto" and self.memory_model
         )
-
-    async def on_worker(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run `coro` on the worker's loop and wait for it: inline memory-model work (the
-        caller's context variables, so the run's callbacks, go with it).
-
-        Example:
-            >>> import asyncio
-            >>> async def where() -> str:
-            ...     return threading.current_thread().name
-            >>> asyncio.run(MemoryWork(memory_model=True).on_worker(where()))
-            'engram-memory-work'
-        """
-        loop = _worker_loop()
-        if asyncio.get_running_loop() is loop:
-            return await coro
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     async def submit(
         self, kind: str, job: dict[str, Any], state: EngramState, runtime: Runtime[Context]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
+import httpx
 import pytest
 from fakes import StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -12,7 +14,13 @@ from langchain_core.runnables import RunnableLambda
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
-from engram.nodes.model.calls import ModelOutputError, ainvoke_structured, call_timeout, limited
+from engram.nodes.model.calls import (
+    BoundedCall,
+    ModelOutputError,
+    ainvoke_structured,
+    call_timeout,
+    limited,
+)
 
 
 class Answer(BaseModel):
@@ -24,9 +32,28 @@ def _openai(**kwargs) -> ChatOpenAI:
 
 
 def test_openai_compatible_models_get_an_output_limit_and_others_are_left_alone():
-    assert limited(_openai(), 64).kwargs == {"max_tokens": 64}
+    assert limited(_openai(), 64).max_tokens == 64
     fake = StructuredFakeChatModel()
     assert limited(fake, 64) is fake
+
+
+def test_a_structured_call_sends_its_own_output_limit_not_the_answering_models():
+    """One model object answers (short replies) and writes memory: the memory call's limit wins."""
+    sent = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(json.loads(request.content))
+        answer = {"role": "assistant", "content": '{"text": "ok"}'}
+        return httpx.Response(200, json={
+            "id": "1", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": answer, "finish_reason": "stop"}],
+        })
+
+    model = _openai(max_tokens=32, http_client=httpx.Client(transport=httpx.MockTransport(handler)))
+    call = BoundedCall(model, Answer, max_tokens=300, run_name="test")
+    assert asyncio.run(call.ainvoke([HumanMessage("hi")])) == Answer(text="ok")
+    assert [body.get("max_completion_tokens", body.get("max_tokens")) for body in sent] == [300]
+    assert model.max_tokens == 32  # the answering model is left as it was
 
 
 def test_the_call_timeout_is_the_models_own_when_it_has_one():
@@ -36,8 +63,8 @@ def test_the_call_timeout_is_the_models_own_when_it_has_one():
 
 
 async def test_a_slow_call_times_out_instead_of_holding_the_node():
-    async def slow(_):
-        await asyncio.sleep(5)
+    def slow(_):  # memory-model calls go through the sync API, on engram's call threads
+        time.sleep(3)
         return Answer(text="late")
 
     began = time.perf_counter()

@@ -297,22 +297,28 @@ def test_the_middleware_consolidates_after_the_run_in_the_background(
     assert model.calls[-1][0].content.count(TEA["content"]) == 1  # the model was given it
 
 
-class LoopRecordingModel(GatedMemoryModel):
-    """Records the thread whose event loop makes each async summary call."""
+class ThreadRecordingModel(GatedMemoryModel):
+    """Records the thread of each sync call, and any async call."""
 
-    loops: list[str] = []
+    threads: list[str] = []
+    async_calls: int = 0
+
+    def _generate(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        self.threads.append(threading.current_thread().name)
+        return super()._generate(*args, **kwargs)
 
     async def _agenerate(self, *args: Any, **kwargs: Any):  # type: ignore[override]
-        self.loops.append(threading.current_thread().name)
+        self.async_calls += 1
         return await super()._agenerate(*args, **kwargs)
 
 
 @pytest.mark.parametrize("mode", ["inline", "background"])
-def test_the_memory_model_is_only_called_from_the_workers_loop(store, saver, mode) -> None:
+def test_the_memory_model_is_never_called_through_its_async_api(store, saver, mode) -> None:
     """A model's async HTTP client is bound to one event loop: the middleware's compaction
-    (inline, before the model call) and its consolidation must call the model from the same."""
-    memory_model = LoopRecordingModel()
-    memory_model.loops = []
+    (inline, before the model call) and its consolidation call the memory model's sync API, on
+    engram's call threads, so no loop ever holds its client."""
+    memory_model = ThreadRecordingModel()
+    memory_model.threads = []
     memory_model.gate.set()
     agent = _agent(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
@@ -323,7 +329,9 @@ def test_the_memory_model_is_only_called_from_the_workers_loop(store, saver, mod
     assert wait_for_memory_work(timeout=30)
 
     assert agent.get_state(config).values["summary"].startswith("SUMMARY")
-    assert memory_model.loops and set(memory_model.loops) == {"engram-memory-work"}
+    assert memory_model.threads
+    assert all(t.startswith("engram-model-call") for t in memory_model.threads)
+    assert memory_model.async_calls == 0
 
 
 def test_resuming_at_start_up_drops_an_entry_its_thread_never_recorded(store, saver, memory_model) -> None:
