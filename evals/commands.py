@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
@@ -26,6 +27,9 @@ from engram.evals.report import (
     write_report,
 )
 from engram.evals.report.console import report_tables, turn_progress
+
+if TYPE_CHECKING:
+    from engram.evals.dialogs.runner import DialogRun
 
 
 class EvalSetupError(ValueError):
@@ -47,6 +51,21 @@ class Models:
     def mode(self) -> str:
         """ "offline", or the memory model's spec."""
         return self.memory_spec or "offline"
+
+
+def run_mode(mode: str, runs: Sequence[DialogRun], fallbacks: int) -> str:
+    """The report's mode line: the memory model's spec, and what fell back to the offline
+    built-ins, so a run that measured the rules under a model's name says so.
+
+    Example:
+        >>> run_mode("local:0.5b", [], 3)
+        'local:0.5b (every memory-model call failed: the offline built-ins did the work)'
+    """
+    if mode == "offline" or not fallbacks:
+        return mode
+    if not sum(run.memory_answers for run in runs):
+        return f"{mode} (every memory-model call failed: the offline built-ins did the work)"
+    return f"{mode} ({fallbacks} memory-model calls fell back to the offline built-ins)"
 
 
 def default_jobs() -> int:
@@ -147,10 +166,11 @@ def suite_command(
             )
         )
     seconds = time.perf_counter() - began
+    metrics = suite_metrics(runs)
     report = build_report(
         kind="suite",
-        mode=models.mode,
-        metrics=suite_metrics(runs),
+        mode=run_mode(models.mode, runs, metrics["memory_model_fallbacks"]),
+        metrics=metrics,
         targets=SUITE_TARGETS,
         embeddings=embeddings,
         suite=str(path),

@@ -32,6 +32,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from engram.nodes.model.calls import MEMORY_CALL_TAG
+
 _STEP_TAG = "graph:step:"
 
 
@@ -47,6 +49,11 @@ class RunRecorder(BaseCallbackHandler):
         """Chat-model and LLM calls started."""
         self.model_tokens = 0
         """Prompt + completion tokens the models reported for their calls."""
+        self.memory_calls = 0
+        """Of `model_calls`, the memory model's (summaries, extraction, merge decisions)."""
+        self.memory_answers = 0
+        """Memory-model calls that returned an answer (usable or not)."""
+        self._memory_runs: set[UUID] = set()
         self._started: dict[UUID, tuple[str, float]] = {}
         self._lock = threading.Lock()
 
@@ -72,15 +79,20 @@ class RunRecorder(BaseCallbackHandler):
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         self._finish(run_id)
 
-    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, run_id: UUID, **kwargs: Any
+    ) -> None:
         with self._lock:
             self.model_calls += 1
+            if MEMORY_CALL_TAG in (kwargs.get("tags") or ()):
+                self.memory_calls += 1
+                self._memory_runs.add(run_id)
 
     def on_llm_start(self, serialized: Any, prompts: Any, **kwargs: Any) -> None:
         with self._lock:
             self.model_calls += 1
 
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         tokens = sum(
             (g.message.usage_metadata or {}).get("total_tokens", 0)
             for batch in response.generations
@@ -89,6 +101,9 @@ class RunRecorder(BaseCallbackHandler):
         )
         with self._lock:
             self.model_tokens += tokens
+            if run_id in self._memory_runs:
+                self._memory_runs.discard(run_id)
+                self.memory_answers += 1
 
     def _finish(self, run_id: UUID) -> None:
         end = time.perf_counter()

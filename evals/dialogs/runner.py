@@ -119,6 +119,10 @@ class DialogRun:
     latencies: list[tuple[str, float]] = field(default_factory=list)
     model_calls: int = 0
     model_tokens: int = 0
+    memory_calls: int = 0
+    """Of `model_calls`, the memory model's."""
+    memory_answers: int = 0
+    """Memory-model calls that returned an answer."""
     user_turns: int = 0
     failures: list[dict[str, str]] = field(default_factory=list)
     """Failures the graph recorded and worked around (`{"stage", "error"}`)."""
@@ -249,6 +253,8 @@ async def arun_dialog(
     run.latencies = recorder.samples
     run.model_calls = recorder.model_calls
     run.model_tokens = recorder.model_tokens
+    run.memory_calls = recorder.memory_calls
+    run.memory_answers = recorder.memory_answers
     run.seconds = time.perf_counter() - began
     return run
 

@@ -24,6 +24,7 @@ from engram.evals.dialogs.evidence import dialog_evidence
 from engram.evals.dialogs.runner import DialogRun, SessionRun
 from engram.evals.dialogs.suite import Dialog
 from engram.evals.report import SUITE_METRICS
+from engram.nodes.failures import MODEL_STAGES
 
 PROBE_K = 5
 """k of probe recall@k (the graph's default `Context.recall_k`)."""
@@ -145,6 +146,11 @@ def suite_metrics(runs: Sequence[DialogRun]) -> dict[str, Any]:
     out["prompt_tokens_per_turn"] = _rounded(per_turn[0] if per_turn else None, 1)
     out["full_context_tokens_per_turn"] = _rounded(per_turn[1] if per_turn else None, 1)
     samples = [sample for run in runs for sample in run.latencies]
+    failures = [f for run in runs for f in run.failures]
+    out["memory_model_fallbacks"] = sum(f["stage"] in MODEL_STAGES for f in failures)
+    out["recall_timeouts"] = sum(
+        f["stage"] == "recall" and f["error"].startswith("TimeoutError") for f in failures
+    )
     out["latency_p50_ms"] = _latencies(samples, 50)
     out["latency_p95_ms"] = _latencies(samples, 95)
     order = [*SUITE_METRICS, *(name for name in out if name not in SUITE_METRICS)]

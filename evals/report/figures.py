@@ -63,6 +63,8 @@ SUITE_METRICS: tuple[str, ...] = (
     "token_ratio_at_150",
     "model_calls_per_turn",
     "model_tokens_per_turn",
+    "memory_model_fallbacks",
+    "recall_timeouts",
     "latency_p50_ms",
     "latency_p95_ms",
 )
@@ -89,6 +91,8 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "stored_memories": "memories in the store after the last session (count)",
     "prompt_tokens_per_turn": "tokens engram put in the answering prompt, per turn (mean)",
     "full_context_tokens_per_turn": "tokens of the whole conversation so far, per turn (mean)",
+    "memory_model_fallbacks": "memory-model calls that failed, the offline built-ins doing the work (count)",
+    "recall_timeouts": "turns whose recall ran out of its time budget and answered without memories (count)",
     "latency_p50_ms": "median milliseconds per graph node",
     "latency_p95_ms": "95th-percentile milliseconds per graph node",
 }
@@ -106,6 +110,8 @@ LOWER_IS_BETTER = frozenset(
         "model_calls_per_turn",
         "model_tokens_per_turn",
         "prompt_tokens_per_turn",
+        "memory_model_fallbacks",
+        "recall_timeouts",
     }
 )
 
@@ -120,6 +126,8 @@ COUNT_METRICS = frozenset(
         "full_context_tokens_per_turn",
         "model_calls_per_turn",
         "model_tokens_per_turn",
+        "memory_model_fallbacks",
+        "recall_timeouts",
     }
 )
 """Metrics that are not shares in [0, 1]."""

@@ -53,6 +53,11 @@ MAX_ECHO_CHARS = 1500
 CALL_THREADS = 4
 """Memory-model calls that may wait for an answer at once in one process; more queue."""
 
+MEMORY_CALL_TAG = "engram:memory-model"
+"""Tags every memory-model call (with LangGraph's no-stream tag), so a callback handler can tell
+them from the answering model's calls."""
+MEMORY_CALL_TAGS = [TAG_NOSTREAM, MEMORY_CALL_TAG]
+
 Schema = TypeVar("Schema", bound=BaseModel)
 T = TypeVar("T")
 
@@ -94,7 +99,7 @@ def structured(model: BaseChatModel, schema: type[BaseModel], *, max_tokens: int
         )
     else:
         runnable = model.with_structured_output(schema)
-    return runnable.with_config(tags=[TAG_NOSTREAM], run_name=run_name)
+    return runnable.with_config(tags=MEMORY_CALL_TAGS, run_name=run_name)
 
 
 async def ainvoke_structured(

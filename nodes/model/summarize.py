@@ -30,9 +30,8 @@ from typing import Literal, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.constants import TAG_NOSTREAM
 
-from engram.nodes.model.calls import acall_sync, call_timeout, limited
+from engram.nodes.model.calls import MEMORY_CALL_TAGS, acall_sync, call_timeout, limited
 from engram.nodes.prompts import SUMMARY_NEW_PROMPT, SUMMARY_SYSTEM_PROMPT, SUMMARY_UPDATE_PROMPT
 from engram.nodes.text.tokens import TokenCounter, message_content
 from engram.nodes.text.transcript import render_transcript, role_of
@@ -125,7 +124,7 @@ class LLMSummarizer:
         system = self.system_prompt.format(max_tokens=max_tokens)
         # Tagged so that stream_mode="messages" does not stream the summary to the user.
         runnable = limited(self.model, max_tokens + SUMMARY_SLACK_TOKENS).with_config(
-            tags=[TAG_NOSTREAM], run_name="engram_summarize"
+            tags=MEMORY_CALL_TAGS, run_name="engram_summarize"
         )
         reply = await acall_sync(
             runnable.invoke, [SystemMessage(system), HumanMessage(user)], timeout=self.timeout

@@ -203,3 +203,27 @@ def test_scripted_model_fails_clearly_when_the_script_runs_out():
     assert model.invoke("a").content == "only one"
     with pytest.raises(ScriptExhaustedError, match="1 replies"):
         model.invoke("b")
+
+
+def test_a_memory_model_that_fails_is_counted_and_named_in_the_mode_line(tmp_path):
+    """Every memory-model call fails: the offline rules do the work, the report counts the
+    fallbacks, and its mode line says the model's name measured the rules."""
+    import asyncio
+
+    from fakes import FailingChatModel
+
+    from engram.evals.commands import run_mode
+
+    dialogs = load_suite(write_suite(tmp_path))
+    settings = RunSettings(embeddings=LocalEmbeddings(), memory_model=FailingChatModel())
+    failed = asyncio.run(arun_suite(dialogs, settings))
+    metrics = suite_metrics(failed)
+    assert metrics["memory_model_fallbacks"] >= 2  # an extraction per dialog, at least
+    assert metrics["memory_model_fallbacks"] == sum(
+        f["stage"] in ("extract", "summarize", "merge_decision") for r in failed for f in r.failures
+    )
+    assert not sum(r.memory_answers for r in failed)
+    mode = run_mode("fake", failed, metrics["memory_model_fallbacks"])
+    assert mode == "fake (every memory-model call failed: the offline built-ins did the work)"
+    assert run_mode("fake", failed, 0) == "fake"
+    assert run_mode("offline", failed, 3) == "offline"

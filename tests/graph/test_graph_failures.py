@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import itertools
 import uuid
+import warnings
 
-from fakes import FailingEmbeddings, FailingStore, RecordingChatModel, SlowEmbeddings
+import pytest
+from fakes import (
+    FailingChatModel,
+    FailingEmbeddings,
+    FailingStore,
+    NGramEmbeddings,
+    RecordingChatModel,
+    SlowEmbeddings,
+)
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -14,6 +23,8 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
+from engram.nodes import failures
+from engram.nodes.failures import MemoryModelFallbackWarning
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import MemoryCandidate
 
@@ -70,3 +81,28 @@ def test_failures_are_those_of_the_current_turn_only() -> None:
     assert graph.invoke({"messages": [HumanMessage("one")]}, config)["failures"] != []
     store.failing = False
     assert graph.invoke({"messages": [HumanMessage("two")]}, config)["failures"] == []
+
+
+def test_a_failing_memory_model_falls_back_visibly_and_warns_once(monkeypatch) -> None:
+    """The offline rules do the extraction; the state lists the fallback, and a warning saying
+    what to check is shown once per process, not on every turn."""
+    monkeypatch.setattr(failures, "_WARNED", set())
+    store = _store(NGramEmbeddings())
+    model = RecordingChatModel(messages=itertools.cycle(["Noted."]))
+    graph = compile_graph(model, memory_model=FailingChatModel(), store=store,
+                          checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(user_id="ada", memory_work="inline")
+    graph.invoke({"messages": [HumanMessage("I am vegetarian.")]}, config, context=ctx)
+    with pytest.warns(MemoryModelFallbackWarning, match="extract call failed") as shown:
+        out = graph.invoke({"messages": [], "end_session": True}, config, context=ctx)
+    assert [f["stage"] for f in out["failures"]] == ["extract"]
+    assert out["consolidation"]["mode"] == "llm" and out["consolidation"]["fallback_windows"] == 1
+    assert LongTermMemory(store).search("ada", "diet")  # the rules' memory was written
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MemoryModelFallbackWarning)  # a second one would raise
+        graph.invoke({"messages": [HumanMessage("I live in Porto.")]}, config, context=ctx)
+        out = graph.invoke({"messages": [], "end_session": True}, config, context=ctx)
+    assert [f["stage"] for f in out["failures"]] == ["extract"]
+    assert len([w for w in shown if w.category is MemoryModelFallbackWarning]) == 1
