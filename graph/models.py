@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,9 @@ from langchain_core.language_models import BaseChatModel
 
 from engram.graph.local_model import local_chat_model, parse_local_spec
 from engram.nodes.failures import RECOVERABLE_ERRORS
+from engram.nodes.respond import NoModelError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 8192
 """Window assumed for a model this module does not know (seed 002)."""
@@ -150,6 +155,44 @@ def load_chat_model(spec: str | None) -> BaseChatModel | None:
     from langchain.chat_models import init_chat_model
 
     return init_chat_model(spec)
+
+
+class UnavailableChatModel(BaseChatModel):
+    """Stands in for a chat model whose spec did not load (Studio's `ENGRAM_MODEL` without its
+    API key, say): the graph still loads, and every call raises `NoModelError` with `reason`.
+
+    Example:
+        >>> UnavailableChatModel(reason="set OPENAI_API_KEY").invoke("hi")
+        Traceback (most recent call last):
+        ...
+        engram.nodes.respond.NoModelError: set OPENAI_API_KEY
+    """
+
+    reason: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "unavailable"
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        raise NoModelError(self.reason)
+
+
+def load_studio_model(variable: str) -> BaseChatModel | None:
+    """The chat model the environment variable `variable` names, for a server that must load
+    whatever is set: a spec that does not load gives an `UnavailableChatModel` saying why and
+    what to set, so the server starts and each run says it."""
+    spec = os.environ.get(variable)
+    try:
+        return load_chat_model(spec)
+    except LOAD_ERRORS as exc:
+        reason = (
+            f"{variable}={spec!r} could not be loaded ({type(exc).__name__}: {exc}). Set what it "
+            f"needs (OPENAI_API_KEY for openai:... models) and restart, or run offline with "
+            f"{variable}=local:0.5b"
+        )
+        logger.error("%s", reason)
+        return UnavailableChatModel(reason=reason)
 
 
 class ModelSpecError(ValueError):

@@ -13,31 +13,30 @@ The chat models come from environment variables (put them in `.env` or export th
   `langchain` package and the provider's integration; `openai:<model>` with `OPENAI_BASE_URL`
   reaches Ollama, vLLM and other OpenAI-compatible servers), or a Python object
   path to a chat model instance or a zero-argument factory: `package.module:attr` or
-  `path/to/file.py:attr` (how the tests plug in a fake). Unset, the graph still loads (its
-  topology is browsable) and a turn fails with a message saying to set it.
+  `path/to/file.py:attr` (how the tests plug in a fake). Unset, or set to a model that does not
+  load (no API key), the graph still loads (its topology is browsable) and a turn fails with a
+  message saying what to set.
 - `ENGRAM_MEMORY_MODEL` — the memory model (summaries, extraction), same forms; unset, the
   offline summarizer and extractor run.
 
 Per-run settings (`user_id`, thresholds, `incognito`...) are the `Context` fields, which Studio
 shows as the assistant's context.
 
-Run it:
-    $ ENGRAM_MODEL=openai:gpt-4o-mini langgraph dev
+Run it, offline on the local model or with OpenAI:
+    $ ENGRAM_MODEL=local:0.5b langgraph dev
+    $ ENGRAM_MODEL=openai:gpt-4o-mini OPENAI_API_KEY=sk-... langgraph dev
 """
 
 from __future__ import annotations
 
-import os
-
 from engram.graph.builder import build_graph
-from engram.graph.models import load_chat_model
+from engram.graph.models import load_studio_model
 
 MODEL_ENV = "ENGRAM_MODEL"
 MEMORY_MODEL_ENV = "ENGRAM_MEMORY_MODEL"
 
 
 graph = build_graph(
-    load_chat_model(os.environ.get(MODEL_ENV)),
-    memory_model=load_chat_model(os.environ.get(MEMORY_MODEL_ENV)),
+    load_studio_model(MODEL_ENV), memory_model=load_studio_model(MEMORY_MODEL_ENV)
 ).compile()
 """The Studio graph (no store, no checkpointer: the server provides them)."""

@@ -75,7 +75,9 @@ class Context:
     below 0.25, a question about a stored detail above 0.6)."""
 
     recall_timeout_ms: int = 500
-    """Recall (memories and episodes) that takes longer is abandoned; the turn goes on without."""
+    """Recall (memories and episodes) that takes longer is abandoned; the turn goes on without.
+    The first recall from a store in a process may take up to 30 s: it loads the embedder and
+    the indexes."""
 
     incognito: bool = False
     """No recall and no extraction for this run (seed 003's temporary chat)."""

@@ -63,6 +63,7 @@ def _answering(bound: Runnable | None) -> Runnable:
     if bound is None:
         raise NoModelError(
             "no chat model configured: pass model= to engram.graph.compile_graph/build_graph "
-            "(e.g. init_chat_model('openai:gpt-4o-mini')), or set ENGRAM_MODEL for Studio"
+            "(e.g. init_chat_model('openai:gpt-4o-mini')); for Studio set ENGRAM_MODEL "
+            "(openai:gpt-4o-mini with OPENAI_API_KEY, or local:0.5b to run offline)"
         )
     return bound

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -189,12 +190,6 @@ async def prepare_context(
     if not ctx.incognito and store is not None:
         try:
             memories, episodes = await recall(store, ctx, recall_query(messages, cut))
-        except TimeoutError:
-            failures.append(
-                record_failure(
-                    "recall", TimeoutError(f"no answer within {ctx.recall_timeout_ms} ms")
-                )
-            )
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("recall", exc))
     built = build_context(
@@ -431,20 +426,37 @@ async def recall(
     """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
     `ctx.recall_episodes` archived exchanges at least `ctx.episode_min_similarity` similar.
 
-    One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`.
+    One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`. The first
+    recall from a store in this process has `FIRST_RECALL_TIMEOUT_S` instead: it loads what
+    later ones find ready (the embedder, the vector and lexical indexes, the code of the
+    search), which is start-up, not a slow store.
     """
     memories: list[ScoredMemory] = []
     episodes: list[SearchItem] = []
     ltm = LongTermMemory(store)
-    async with asyncio.timeout(ctx.recall_timeout_ms / 1000):
-        if ctx.recall_k > 0:
-            # the access statistics are written at the end of the turn (`consolidate`)
-            memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k, touch=False)
-        if ctx.recall_episodes > 0:
-            episodes = await ltm.asearch_episodes(
-                ctx.user_id, query, k=ctx.recall_episodes, min_similarity=ctx.episode_min_similarity
-            )
+    first = store not in _RECALLED_FROM
+    seconds = FIRST_RECALL_TIMEOUT_S if first else ctx.recall_timeout_ms / 1000
+    try:
+        async with asyncio.timeout(seconds):
+            if ctx.recall_k > 0:
+                # the access statistics are written at the end of the turn (`consolidate`)
+                memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k, touch=False)
+            if ctx.recall_episodes > 0:
+                episodes = await ltm.asearch_episodes(
+                    ctx.user_id, query, k=ctx.recall_episodes,
+                    min_similarity=ctx.episode_min_similarity,
+                )
+    except TimeoutError:
+        raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms") from None
+    if first:
+        _RECALLED_FROM.add(store)
     return memories, episodes
+
+
+FIRST_RECALL_TIMEOUT_S = 30.0
+"""The time budget of the first recall from a store in a process (see `recall`)."""
+_RECALLED_FROM: weakref.WeakSet[BaseStore] = weakref.WeakSet()
+"""Stores this process has recalled from: their start-up is behind them."""
 
 
 def _fit_memories(

@@ -61,9 +61,24 @@ def test_a_failing_embedder_skips_recall() -> None:
 
 
 def test_a_slow_recall_is_abandoned_after_the_timeout() -> None:
-    store = _store(SlowEmbeddings(delay=5.0))
+    embeddings = SlowEmbeddings(delay=0.0)
+    store = _store(embeddings)
+    _turn(store, Context(user_id="ann"))  # the store's first recall: its start-up is done
+    embeddings.delay = 5.0
     out, _ = _turn(store, Context(user_id="ann", recall_timeout_ms=50))
     assert out["messages"][-1].content == "Here is my answer."
+    assert out["failures"] == [{"stage": "recall", "error": "TimeoutError: no answer within 50 ms"}]
+
+
+def test_the_first_recall_from_a_store_may_take_its_start_up_time() -> None:
+    """Loading the embedder and the indexes is not a slow store: a quiet machine's first turn
+    recalls, however short the budget of the turns after it."""
+    embeddings = SlowEmbeddings(delay=0.3)
+    store = _store(embeddings)
+    LongTermMemory(store).upsert("ann", [MemoryCandidate(content="I drink oolong tea", category="preference")])
+    out, _ = _turn(store, Context(user_id="ann", recall_timeout_ms=50))
+    assert out["failures"] == [] and out["built_context"]["memory_ids"]
+    out, _ = _turn(store, Context(user_id="ann", recall_timeout_ms=50))
     assert out["failures"] == [{"stage": "recall", "error": "TimeoutError: no answer within 50 ms"}]
 
 

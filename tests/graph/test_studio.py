@@ -199,3 +199,26 @@ async def test_a_failed_run_reaches_the_client_with_its_message(server: str) -> 
     )
     assert state["messages"][-1]["content"] == "Noted, thanks for telling me."
     assert len(state["built_context"]["elided_message_ids"]) == 1
+
+
+def test_the_studio_graph_loads_without_an_api_key_and_a_run_says_what_to_set(monkeypatch):
+    """`ENGRAM_MODEL=openai:gpt-4o-mini langgraph dev` on a machine without OPENAI_API_KEY: the
+    graph loads (the server starts), and a run fails with what to set."""
+    import importlib
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from engram.graph import studio
+    from engram.nodes.respond import NoModelError
+
+    monkeypatch.setenv("ENGRAM_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.delenv("ENGRAM_MEMORY_MODEL", raising=False)
+    for name in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    graph = importlib.reload(studio).graph
+    assert {"start", "respond", "compact", "consolidate"} <= set(graph.nodes)
+
+    runnable = graph.copy(update={"checkpointer": InMemorySaver(), "store": InMemoryStore()})
+    with pytest.raises(NoModelError, match="OPENAI_API_KEY.*ENGRAM_MODEL=local:0.5b"):
+        runnable.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t"}})
