@@ -179,8 +179,8 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
     # -- helpers ------------------------------------------------------------------------------
 
     def _runtime(self, runtime: Runtime[Any]) -> Runtime[Context]:
-        """The runtime with engram's settings for this run as its context (resolved in the
-        caller's thread: the run's config is a context variable the background loop lacks)."""
+        """The runtime with engram's settings for this run as its context (from the run's
+        config, a context variable of the caller's thread)."""
         try:
             config = get_config()
         except RuntimeError:  # outside a runnable context

@@ -256,7 +256,8 @@ def create_delete_memory_tool(
 
 
 def _tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:
-    """A tool with the async body and a sync twin that runs it on engram's background loop."""
+    """A tool with the async body and a sync twin that runs the same coroutine in the calling
+    thread (`engram.graph.loop.run_sync`)."""
 
     @wraps(coroutine)
     def run(*args: Any, **kwargs: Any) -> Any:

@@ -54,8 +54,8 @@ class Context:
     an AI message with tool calls from its tool results)."""
 
     max_messages: int = 200
-    """Short-term hard cap (seed 002): above it compaction fires whatever the thresholds say, and
-    evicts even when the summarizer fails (seed 000's lossy "[N messages ...]" note)."""
+    """Short-term hard cap: above it compaction fires whatever the thresholds say, and evicts
+    even when the summarizer fails (a lossy "[N messages ...]" note in the summary then)."""
 
     consolidate_every_turns: int = 5
     """Long-term memories are extracted every this many turns (and on eviction and session end)."""
@@ -80,7 +80,7 @@ class Context:
     the indexes."""
 
     incognito: bool = False
-    """No recall and no extraction for this run (seed 003's temporary chat)."""
+    """No recall and no extraction for this run (a temporary chat)."""
 
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     """The answering model's instructions; memories and the summary are appended to it."""

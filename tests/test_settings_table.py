@@ -1,8 +1,8 @@
-"""The README's settings table stays true to `engram.graph.Context`.
+"""The settings table of `docs/configuration.md` stays true to `engram.graph.Context`.
 
 The table is generated from the dataclass (field names, types and defaults from the source of
 `nodes/context.py`, meanings from the field docstrings). To regenerate it after changing
-`Context`, run ``python tests/test_readme.py`` and paste the output under the README's
+`Context`, run ``python tests/test_settings_table.py`` and paste the output under the page's
 "Settings" heading.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 import engram.nodes.context as context_module
 from engram.graph import Context
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-SETTINGS_HEADING = "### Settings (`engram.graph.Context`"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
+SETTINGS_HEADING = "## Settings (engram.graph.Context)"
 
 
 def context_rows() -> list[tuple[str, str, str, str]]:
@@ -53,7 +53,7 @@ def context_rows() -> list[tuple[str, str, str, str]]:
 
 
 def context_table() -> str:
-    """The README's markdown table of every `Context` field."""
+    """The markdown table of every `Context` field."""
     lines = ["| setting | type | default | meaning |", "|---|---|---|---|"]
     for name, type_, default, meaning in context_rows():
         cells = [f"`{name}`", f"`{type_}`", f"`{default}`", meaning]
@@ -61,10 +61,10 @@ def context_table() -> str:
     return "\n".join(lines)
 
 
-def readme_table() -> str:
-    """The table lines right under the README's settings heading."""
-    text = README.read_text(encoding="utf-8")
-    assert SETTINGS_HEADING in text, f"README.md lost its heading {SETTINGS_HEADING!r}"
+def docs_table() -> str:
+    """The table lines right under the page's settings heading."""
+    text = PAGE.read_text(encoding="utf-8")
+    assert SETTINGS_HEADING in text, f"docs/configuration.md lost its heading {SETTINGS_HEADING!r}"
     after = text.split(SETTINGS_HEADING, 1)[1].split("\n", 1)[1]
     lines = after.strip("\n").splitlines()
     table = []
@@ -75,16 +75,17 @@ def readme_table() -> str:
     return "\n".join(table)
 
 
-def test_every_context_field_has_a_row_in_the_readme() -> None:
-    listed = set(re.findall(r"^\| `(\w+)` \|", readme_table(), flags=re.MULTILINE))
+def test_every_context_field_has_a_row_in_the_docs() -> None:
+    listed = set(re.findall(r"^\| `(\w+)` \|", docs_table(), flags=re.MULTILINE))
     fields = {f.name for f in dataclasses.fields(Context)}
-    assert fields - listed == set(), "Context fields missing from README.md's settings table"
-    assert listed - fields == set(), "README.md's settings table lists fields Context lacks"
+    assert fields - listed == set(), "Context fields missing from the settings table"
+    assert listed - fields == set(), "the settings table lists fields Context lacks"
 
 
-def test_the_readme_table_is_the_generated_one() -> None:
-    assert readme_table() == context_table(), (
-        "README.md's settings table is stale: regenerate it with `python tests/test_readme.py`"
+def test_the_docs_table_is_the_generated_one() -> None:
+    assert docs_table() == context_table(), (
+        "docs/configuration.md's settings table is stale: regenerate it with "
+        "`python tests/test_settings_table.py`"
     )
 
 
