@@ -54,6 +54,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
+from engram.nodes.episodes import episode_ops
 from engram.nodes.events import announce_writes
 from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
@@ -144,6 +145,8 @@ def make_consolidate(
         update = merge_updates(applied, update)
         if failure := await _count_recalls(state, runtime):
             update["failures"] = [*update.get("failures", []), failure]
+        if failure := await _archive_session(state, runtime):
+            update = merge_updates(update, {"failures": [failure]})
         if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
             update.update(await _register_thread(runtime))
         if work is not None:
@@ -327,6 +330,24 @@ async def _count_recalls(state: EngramState, runtime: Runtime[Context]) -> dict[
         await LongTermMemory(runtime.store).atouch(runtime.context.user_id, used)
     except RECOVERABLE_ERRORS as exc:
         return record_failure("recall_stats", exc)
+    return None
+
+
+async def _archive_session(state: EngramState, runtime: Runtime[Context]) -> dict[str, str] | None:
+    """At a session end, archive the messages still in the thread as episodes (`compact`
+    archived the ones it evicted), so every message of the session can be recalled by later
+    threads; never in incognito runs. Archiving the same messages again overwrites them."""
+    ctx = runtime.context
+    if not state.get("end_session") or ctx.incognito or runtime.store is None:
+        return None
+    thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+    ops = episode_ops(list(state.get("messages", ())), user_id=ctx.user_id, thread_id=thread_id)
+    if not ops:
+        return None
+    try:
+        await runtime.store.abatch(ops)
+    except RECOVERABLE_ERRORS as exc:
+        return record_failure("archive", exc)
     return None
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -190,6 +191,7 @@ async def prepare_context(
     if not ctx.incognito and store is not None:
         try:
             memories, episodes = await recall(store, ctx, recall_query(messages, cut))
+            episodes = new_episodes(episodes, memories, messages)
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("recall", exc))
     built = build_context(
@@ -457,6 +459,46 @@ FIRST_RECALL_TIMEOUT_S = 30.0
 """The time budget of the first recall from a store in a process (see `recall`)."""
 _RECALLED_FROM: weakref.WeakSet[BaseStore] = weakref.WeakSet()
 """Stores this process has recalled from: their start-up is behind them."""
+
+
+def new_episodes(
+    episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory], thread: Sequence[BaseMessage]
+) -> list[SearchItem]:
+    """The episodes that add something: not a message of this thread (it is in the history or
+    the summary already), and not a message a recalled memory already holds word for word.
+
+    Example:
+        >>> from datetime import datetime
+        >>> from langchain_core.messages import HumanMessage
+        >>> def episode(text, ids):
+        ...     now = datetime(2026, 1, 1)
+        ...     return SearchItem(("episodes", "u"), ids[0], {"content": text, "message_ids": ids},
+        ...                       now, now)
+        >>> found = [episode("[1 May 2026] user: I'm vegan", ["m1"]),
+        ...          episode("[2 May 2026] user: my cat is Miso", ["m2"])]
+        >>> [e.key for e in new_episodes(found, [], [HumanMessage("hi", id="m2")])]
+        ['m1']
+    """
+    present = {m.id for m in thread if m.id}
+    held = [_words(m.memory.content) for m in memories]
+    return [
+        e
+        for e in episodes
+        if not present.intersection(e.value.get("message_ids", ()))
+        and not any(_said(e) in memory for memory in held)
+    ]
+
+
+def _said(episode: SearchItem) -> str:
+    """What an episode's message says, without its date and speaker."""
+    return _words(_EPISODE_PREFIX.sub("", str(episode.value.get("content", "")), count=1))
+
+
+def _words(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+_EPISODE_PREFIX = re.compile(r"^(?:\[[^\]]*\] )?[^:\n]{1,60}: ")
 
 
 def _fit_memories(

@@ -35,7 +35,7 @@ import chromadb
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from engram.nodes.compact import EPISODE_CONTEXT_MESSAGES, episode_ops
+from engram.nodes.episodes import EPISODE_CONTEXT_MESSAGES, episode_ops
 from engram.nodes.text.transcript import TIMESTAMP_KEY
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod

@@ -109,4 +109,11 @@ FORMATS: tuple[Rule, ...] = (
     Rule("basic_auth", re.compile(r"(?<=\bBasic )[A-Za-z0-9+/]{12,}={0,2}"), ("basic ",)),
     # user:password in a URL; the password may hold "@" (the host follows the last one)
     Rule("url_credentials", re.compile(r"(?<=://)[^\s:/@]*:[^\s/]+(?=@[^\s@/]+)"), ("://",)),
+    # user:password in a Go (go-sql-driver/mysql) DSN, which has no scheme:
+    # root:pw@tcp(10.0.0.5:3306)/shop; the password may hold "@" (the protocol follows the last)
+    Rule(
+        "dsn_credentials",
+        re.compile(r"(?<![^\s\"'`=(,;])[^\s:/@\"'`=]+:[^\s\"'`]+(?=@(?:tcp6?|udp|unix)\()"),
+        ("@tcp(", "@tcp6(", "@udp(", "@unix("),
+    ),
 )

@@ -19,7 +19,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
-from engram.nodes.compact import episode_ops
+from engram.nodes.episodes import episode_ops
 from engram.nodes.prompts import SUMMARY_SYSTEM_PROMPT
 from engram.nodes.text.tokens import counter_for_model
 from engram.nodes.text.transcript import from_pending

@@ -283,3 +283,44 @@ def test_windows_respect_message_and_token_limits_without_splitting_exchanges():
     assert [m for w in packed for m in w] == messages
     long = dialog(("x " * 3000, "ok"), ("short", "ok"))
     assert [len(w) for w in windows(long, counter, max_messages=10, max_tokens=1000)] == [2, 2]
+
+
+@pytest.mark.parametrize("incognito", [False, True])
+def test_a_session_end_archives_every_message_still_in_the_thread(incognito) -> None:
+    """A short session is never compacted: its end archives its messages as episodes, so a
+    later thread can recall what extraction did not keep; an incognito session leaves none."""
+    import itertools
+
+    from fakes import RecordingChatModel
+
+    from engram.graph import compile_graph
+
+    store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
+    model = RecordingChatModel(messages=itertools.cycle(["Good to know."]))
+    graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
+    ctx = Context(user_id="ivy", incognito=incognito)
+    config = {"configurable": {"thread_id": "ivy-1"}}
+    said = "the boiler is a Worcester Greenstar 30i, serviced every March, key: sk-abc123abc123abc123abc123"
+    graph.invoke({"messages": [HumanMessage(said)]}, config, context=ctx)
+    out = graph.invoke({"messages": [], "end_session": True}, config, context=ctx)
+
+    episodes = [item.value for item in store.search(LongTermMemory.episode_namespace("ivy"))]
+    if incognito:
+        assert episodes == []
+        return
+    assert not [f for f in out.get("failures", []) if f["stage"] == "archive"]
+    contents = [e["content"] for e in episodes]
+    assert any("Worcester Greenstar 30i" in c for c in contents), contents
+    assert any("Good to know." in c for c in contents)
+    assert not any("sk-abc123" in c for c in contents)  # redacted like every persisted text
+    assert {e["thread_id"] for e in episodes} == {"ivy-1"}
+
+    graph.invoke({"messages": [], "end_session": True}, config, context=ctx)  # again: no copies
+    assert len(store.search(LongTermMemory.episode_namespace("ivy"))) == len(episodes)
+
+    later = graph.invoke(
+        {"messages": [HumanMessage("which boiler model do I have?")]},
+        {"configurable": {"thread_id": "ivy-2"}},
+        context=Context(user_id="ivy", episode_min_similarity=0.0),  # n-gram test embeddings
+    )
+    assert later["built_context"]["episode_ids"]

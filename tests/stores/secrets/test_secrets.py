@@ -57,6 +57,8 @@ from engram.stores.secrets import REDACTED, redact
         # connection strings and environment files
         ("DATABASE_URL=postgres://app:Wint3r!@10.0.0.5:5432/shop", "app:Wint3r!", "url_credentials"),
         ("REDIS_URL=redis://:hushhush@cache:6379/0", ":hushhush", "url_credentials"),
+        ("连不上 root:Xq7#pLm2!vK@tcp(10.2.0.8:3306)/orders", "Xq7#pLm2!vK", "dsn_credentials"),
+        ('dsn := "app:s3cr3t@Pass@unix(/tmp/mysql.sock)/shop"', "s3cr3t@Pass", "dsn_credentials"),
         ("Server=sql01;User Id=report;Password=Gr33n;Encrypt=true", "Gr33n", "password"),
         ("STRIPE_WEBHOOK_SECRET=whsec_abc123", "whsec_abc123", "password"),
         ("export PGPASSWORD=kitten77", "kitten77", "password"),
@@ -160,6 +162,10 @@ def test_a_recorded_failure_does_not_quote_a_secret():
         ("pw Gl4cier-77 for the NAS", f"pw {REDACTED} for the NAS"),
         ("the wifi password is 'correct horse battery staple'", f"the wifi password is '{REDACTED}'"),
         ("postgresql://report:p@ss-w0rd@10.0.0.5/analytics", f"postgresql://{REDACTED}@10.0.0.5/analytics"),
+        ("root:Xq7#pLm2!vK@tcp(10.2.0.8:3306)/orders?parseTime=true",
+         f"{REDACTED}@tcp(10.2.0.8:3306)/orders?parseTime=true"),
+        ("reach it over tcp(10.2.0.8:3306) as app@tcp(db:3306)/shop",
+         "reach it over tcp(10.2.0.8:3306) as app@tcp(db:3306)/shop"),  # no password: nothing
     ],
 )
 def test_the_whole_secret_goes_and_the_words_around_it_stay(text, expected):
