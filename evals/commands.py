@@ -126,12 +126,14 @@ def suite_command(
     strict: bool,
     jobs: int,
     console: Console,
+    extraction: str = "auto",
 ) -> int:
     """`engram eval`: replay a suite, report, and return the exit code (1: a target missed
     under `strict`)."""
     from engram.evals.dialogs.runner import RunSettings, arun_suite
     from engram.evals.dialogs.scoring import dialog_rows, failure_counts, suite_metrics
     from engram.evals.dialogs.suite import DialogFileError, bundled_suite_path, load_suite
+    from engram.nodes.extract.llm import extraction_for
 
     path = suite or bundled_suite_path()
     try:
@@ -142,8 +144,13 @@ def suite_command(
     if jobs < 1:
         raise EvalSetupError(f"--jobs must be at least 1, got {jobs}")
     models = load_models(model, memory_model)
+    try:
+        chosen = extraction_for(models.memory_model, extraction)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise EvalSetupError(f"--extraction {extraction}: {exc}") from exc
     embeddings = load_embeddings()
     settings = RunSettings(
+        extraction=extraction,
         embeddings=embeddings,
         memory_model=models.memory_model,
         model_name=models.model_name,
@@ -153,7 +160,7 @@ def suite_command(
     turns = sum(d.user_turns for d in dialogs)
     console.print(
         f"engram eval: {len(dialogs)} dialogs, {turns} user turns from {path}; "
-        f"mode: {models.mode}; {jobs} at a time"
+        f"mode: {models.mode}, extraction: {chosen}; {jobs} at a time"
     )
     began = time.perf_counter()
     with turn_progress(console, turns, "dialogs") as bar:
@@ -182,6 +189,7 @@ def suite_command(
         },
         token_encoding=next((r.encoding for r in runs if r.encoding), None),
         concurrency=jobs,
+        extraction=chosen,
         timing={"wall_seconds": round(seconds, 1)},
         failures=failure_counts(runs),
         dialogs=dialog_rows(runs),

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram.nodes.model.calls import LOCAL_MODEL_METADATA
+
 logger = logging.getLogger(__name__)
 
 GGUF_ENV = "ENGRAM_LOCAL_GGUF"
@@ -218,6 +220,8 @@ def local_chat_model(
         max_retries=0,
         temperature=0.0,
         profile={"max_input_tokens": context_window},
+        # a small model: Context.extraction="auto" has it review the rules' candidates
+        metadata={LOCAL_MODEL_METADATA: spec},
         # The server is on 127.0.0.1: never route it through a proxy from the environment.
         http_client=httpx.Client(trust_env=False),
         http_async_client=httpx.AsyncClient(trust_env=False),

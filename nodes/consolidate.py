@@ -53,10 +53,10 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.episodes import episode_ops
+from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.events import announce_writes
-from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, make_extractor
+from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, extraction_for, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model.merge_decision import decision_counts, decision_failures, make_merge_decider
@@ -113,7 +113,7 @@ def make_consolidate(
 
     Args:
         memory_model: Extracts memories with structured output; None uses the offline rules.
-        extractor: Replaces the extractor `memory_model` would give.
+        extractor: Replaces the extractor `memory_model` and `Context.extraction` would give.
         merge_decider: Replaces the merge decider `memory_model` would give (None without a
             memory model: the write policy's threshold rule alone).
         window_messages: Messages per extraction call at most.
@@ -122,8 +122,19 @@ def make_consolidate(
             (`engram.nodes.work.background`); a session end first waits for the thread's jobs and
             applies them. None always extracts inline.
     """
-    extract = extractor if extractor is not None else make_extractor(memory_model)
-    fallback = RuleExtractor() if extract.mode == "llm" else None
+    extractors: dict[str, Extractor] = {}
+
+    def extractor_for(ctx: Context) -> tuple[str, Extractor]:
+        """The run's extraction ("write", "review", "rules"; "given" for `extractor`) and its
+        extractor."""
+        if extractor is not None:
+            return "given", extractor
+        name = extraction_for(memory_model, ctx.extraction)  # type: ignore[arg-type]
+        if name not in extractors:
+            extractors[name] = make_extractor(memory_model, name)  # type: ignore[arg-type]
+        return name, extractors[name]
+
+    fallback = RuleExtractor()
     decider = merge_decider if merge_decider is not None else make_merge_decider(memory_model)
 
     async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -221,6 +232,7 @@ def make_consolidate(
         seen = set(done)
         pending, todo = _todo(state, seen)
         counter = counter_for_model(None)
+        extraction, extract = extractor_for(ctx)
         ltm = LongTermMemory(runtime.store, merge_decider=decider)
         thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
         failures: list[dict[str, str]] = []
@@ -233,7 +245,7 @@ def make_consolidate(
                 candidates = await extract.aextract(window, context=context)
             except RECOVERABLE_ERRORS as exc:
                 failures.append(record_failure("extract", exc))
-                if fallback is None:
+                if extract.mode != "llm":
                     continue
                 candidates = await fallback.aextract(window, context=context)
                 fallbacks += 1
@@ -270,6 +282,7 @@ def make_consolidate(
             "consolidation": {
                 "trigger": trigger,
                 "mode": extract.mode,
+                "extraction": extraction,
                 "fallback_windows": fallbacks,
                 "messages": len(written),
                 "actions": _counts(results),

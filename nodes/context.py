@@ -93,6 +93,14 @@ class Context:
     offline built-ins (which take milliseconds). A session end has no reply to hurry: it waits
     for the thread's jobs and its own. Incognito runs are always inline."""
 
+    extraction: str = "auto"
+    """Who writes long-term memories: "write" (the memory model writes them, the offline rules'
+    candidates added, the write policy de-duplicating), "review" (the rules propose, the model
+    keeps, drops or reclassifies: for small models, which write memories badly), "rules" (the
+    offline rules alone, even with a memory model), or "auto": "rules" without a memory model,
+    "review" for engram's own local models (`local:0.5b`, `local:1.5b`), "write" for any other
+    model."""
+
     def __post_init__(self) -> None:
         for field in fields(self):
             problem = _CHECKS[field.name](getattr(self, field.name))
@@ -165,5 +173,6 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "incognito": _flag,
     "system_prompt": _text,
     "memory_work": _choice("auto", "background", "inline"),
+    "extraction": _choice("auto", "write", "review", "rules"),
 }
 """One check per field: None when the value is fine, else what the field accepts."""

@@ -65,6 +65,9 @@ class ConsolidationInfo(TypedDict):
     """"session_end", "eviction" or "turns"."""
     mode: str
     """"llm" (the memory model) or "offline" (the rule extractor)."""
+    extraction: NotRequired[str]
+    """`Context.extraction` as it applied: "write", "review" or "rules" ("given": an extractor
+    passed to `make_consolidate`)."""
     messages: int
     """Messages extracted from (those whose extraction or write failed are not counted)."""
     actions: dict[str, int]

@@ -80,6 +80,8 @@ class RunSettings:
     """Its context window (None: engram's lookup, 8192 for an unknown model)."""
     concurrency: int = 2
     """Dialogs replayed at the same time."""
+    extraction: str = "auto"
+    """`Context.extraction`: who writes the memories ("auto", "write", "review", "rules")."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -211,6 +213,7 @@ async def arun_dialog(
                 incognito=session.incognito,
                 context_window=settings.context_window,
                 memory_work="inline",  # each turn's memories are measured right after it
+                extraction=settings.extraction,
             )
             config: RunnableConfig = {
                 "configurable": {"thread_id": thread},

@@ -60,6 +60,14 @@ def suites(
         int | None,
         typer.Option(metavar="N", help="Dialogs replayed at once (default: cores, at most 4)."),
     ] = None,
+    extraction: Annotated[
+        str,
+        typer.Option(
+            metavar="MODE",
+            help="Who writes memories: auto (rules without a memory model, review for local:* "
+            "models, write for others), write, review or rules.",
+        ),
+    ] = "auto",
 ) -> None:
     """Replay dialog suites through the memory graph and report memory-quality metrics.
 
@@ -78,6 +86,7 @@ def suites(
             out=out,
             strict=strict,
             jobs=jobs if jobs is not None else default_jobs(),
+            extraction=extraction,
             console=console,
         )
     )

@@ -58,6 +58,10 @@ MEMORY_CALL_TAG = "engram:memory-model"
 them from the answering model's calls."""
 MEMORY_CALL_TAGS = [TAG_NOSTREAM, MEMORY_CALL_TAG]
 
+LOCAL_MODEL_METADATA = "engram_local_model"
+"""The metadata key `local_chat_model` sets on its models (the spec): engram's own small local
+models, which review the rules' candidates rather than write memories."""
+
 Schema = TypeVar("Schema", bound=BaseModel)
 T = TypeVar("T")
 

@@ -168,3 +168,25 @@ async def test_the_middleware_in_an_async_agent(plain) -> None:
     final = await agent.ainvoke({"messages": [], "end_session": True}, config, context=ctx)
     _check_session(results, final)
     _check_recall(await agent.ainvoke({"messages": [HumanMessage(PROBE)]}, _config(), context=ctx))
+
+
+def test_the_local_model_writing_memories_is_robust(served) -> None:
+    """extraction="write" on a small model (which "auto" would not pick): whatever it answers,
+    the turn goes on, the rules' candidates are stored with the model's, and any fallback is
+    counted; a new thread recalls."""
+    from engram.stores.memory.long_term import LongTermMemory
+
+    graph = compile_graph(served, memory_model=served)
+    ctx = Context(user_id="gia", consolidate_every_turns=2, memory_work="inline",
+                  extraction="write")
+    config = _config()
+    results = [graph.invoke({"messages": [HumanMessage(t)]}, config, context=ctx) for t in TURNS]
+    final = graph.invoke({"messages": [], "end_session": True}, config, context=ctx)
+    assert all(r["messages"][-1].text.strip() for r in results)
+    assert final["consolidation"]["extraction"] == "write"
+    failures = [f for r in [*results, final] for f in r.get("failures", [])]
+    fallbacks = [f for f in failures if f["stage"] == "extract"]
+    assert final["consolidation"]["fallback_windows"] <= len(fallbacks)
+    stored = [m.content.lower() for m in LongTermMemory(graph.store).list("gia")]
+    assert any("vegetarian" in c for c in stored), stored  # the rules' candidate, at least
+    _check_recall(graph.invoke({"messages": [HumanMessage(PROBE)]}, _config(), context=ctx))

@@ -801,3 +801,40 @@ async def test_llm_extractor_keeps_only_keys_of_the_memorys_own_category():
 def test_make_extractor_picks_by_model():
     assert make_extractor(None).mode == "offline"
     assert make_extractor(StructuredFakeChatModel()).mode == "llm"
+
+
+def test_the_extraction_choice_follows_the_model() -> None:
+    """auto: the rules without a model, review for engram's small local models, write for any
+    other model; an explicit choice that needs a model is refused without one."""
+    from engram.nodes.extract.llm import WritingExtractor, extraction_for
+    from engram.nodes.extract.review import ReviewExtractor
+    from engram.nodes.extract.rules import RuleExtractor
+    from engram.nodes.model.calls import LOCAL_MODEL_METADATA
+
+    hosted = StructuredFakeChatModel()
+    local = StructuredFakeChatModel(metadata={LOCAL_MODEL_METADATA: "local:0.5b"})
+    assert isinstance(make_extractor(None), RuleExtractor)
+    assert isinstance(make_extractor(local), ReviewExtractor)
+    assert isinstance(make_extractor(hosted), WritingExtractor)
+    assert isinstance(make_extractor(local, "write"), WritingExtractor)
+    assert isinstance(make_extractor(hosted, "review"), ReviewExtractor)
+    assert isinstance(make_extractor(hosted, "rules"), RuleExtractor)
+    assert [extraction_for(None, "rules"), extraction_for(hosted, "auto")] == ["rules", "write"]
+    for choice in ("write", "review"):
+        with pytest.raises(ValueError, match="needs a memory model"):
+            make_extractor(None, choice)
+
+
+async def test_the_writing_extractor_adds_the_rules_candidates() -> None:
+    """What the model writes, then what the rules find: the write policy de-duplicates."""
+    from engram.nodes.extract.llm import WritingExtractor
+
+    answer = {"memories": [{"content": "The user's team ships on Fridays", "category": "project",
+                            "importance": 0.7, "key": None}]}
+    model = StructuredFakeChatModel(structured_responses=[answer])
+    found = await WritingExtractor(model).aextract(
+        [HumanMessage("I'm vegetarian. Also we ship every Friday.", id="m1")]
+    )
+    contents = [c.content for c in found]
+    assert contents[0] == "The user's team ships on Fridays"
+    assert any("vegetarian" in c for c in contents[1:]), contents
