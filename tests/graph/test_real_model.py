@@ -63,9 +63,11 @@ def data_folder(tmp_path, monkeypatch) -> None:
 
 
 def _ctx(user: str, memory_work: str) -> Context:
+    # The 0.5B reviews the rules' candidates: "auto" picks that for local_chat_model's objects,
+    # and plain ChatOpenAI objects on the same server are told so.
     return Context(
         user_id=user, message_threshold=4, keep_recent_messages=2, consolidate_every_turns=2,
-        memory_work=memory_work,
+        memory_work=memory_work, extraction="review",
     )
 
 
