@@ -497,3 +497,12 @@ def test_no_embedding_model_is_a_one_line_error_and_stores_nothing(data, tmp_pat
             assert "ENGRAM_EMBEDDING_MODEL_DIR" in result.stderr
             assert "Traceback" not in result.stderr
     assert [m["content"] for m in cli("list", "--user", "alice", "--json")] == ["Alice prefers tea"]
+
+
+def test_a_flat_does_not_replace_the_city_the_user_lives_in(data):
+    city = add("I moved from Berlin to Lisbon")
+    flat_text = "My wifi password is hunter2, I live in a flat with two cats"
+    flat = cli("add", "--user", "alice", flat_text, "--json")
+    assert flat["action"] == "created" and flat["superseded"] == []
+    found = cli("search", "--user", "alice", "which city does alice live in", "--json")
+    assert city["id"] in [m["id"] for m in found]
