@@ -12,18 +12,18 @@ from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import Data, Json, User, Yes, command
 from engram.graph.cli.memory.support import (
-    DEFAULT_USER,
     SHORT_ID,
     Backend,
     CliError,
-    checked_user,
     ensure_user,
     err,
+    given_user,
     open_backend,
     out,
     print_json,
     read_stdin_text,
     resolve_id,
+    user_or_default,
     validation_message,
 )
 from engram.stores.memory.categories import CATEGORIES, Category
@@ -80,7 +80,7 @@ def add(
     data: Data = None,
 ) -> None:
     """Add a memory through the write policy (secrets redacted, duplicates merged)."""
-    user_id = checked_user(user or DEFAULT_USER)
+    user_id = user_or_default(user)
     if text == "-":
         text = read_stdin_text("the memory")
     # loaded here: the offline rules cost every other command 0.4 s at start-up
@@ -126,7 +126,7 @@ def forget(
     data: Data = None,
 ) -> None:
     """Forget a memory: no longer recalled, kept and restorable."""
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     memory = _change(data, user_id, memory_id, lambda ltm, u, i: ltm.forget(u, i))
     if as_json:
         print_json(memory.to_value())
@@ -146,7 +146,7 @@ def restore(
     data: Data = None,
 ) -> None:
     """Undo forgetting or maintenance (importance, compression) on a memory."""
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     result = _change(data, user_id, memory_id, lambda ltm, u, i: ltm.restore(u, i))
     if as_json:
         print_json(
@@ -187,14 +187,14 @@ def delete(
 
     if (memory_id is None) == (not all_):
         raise CliError("give a memory ID, or --all --user USER (not both)", code=2)
-    if all_ and user is None:
+    if all_ and given_user(user) is None:
         raise CliError("delete --all needs an explicit --user", code=2)
     if as_json and not yes:
         raise CliError("deleting asks for confirmation; with --json pass --yes", code=2)
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     with open_backend(data) as backend:
         if all_:
-            _delete_all(backend, checked_user(user_id), yes=yes, as_json=as_json)
+            _delete_all(backend, user_id, yes=yes, as_json=as_json)
             return
         memory = resolve_id(backend, user_id, memory_id or "")
         if not yes:

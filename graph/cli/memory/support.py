@@ -48,6 +48,8 @@ BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 """Worker threads of numpy's OpenBLAS; see `no_idle_blas_threads`."""
 DEFAULT_USER = "default"
 """The user of a command run without `--user`: the graph's own default (`Context.user_id`)."""
+USER_ENV = "ENGRAM_USER"
+"""What `--user` defaults to."""
 SHORT_ID = 8
 """Characters of an id shown in tables; commands accept any unique prefix."""
 
@@ -255,12 +257,12 @@ def all_memories(backend: Backend, user_id: str) -> list[Memory]:
     """Every memory of a user (any state).
 
     Raises:
-        CliError: The user has nothing stored at all (exit 1), or the id is not valid.
+        CliError: The user has nothing stored at all (exit 1).
     """
     from engram.stores.memory.users import memories_steps
     from engram.stores.steps import run_steps
 
-    memories = run_steps(backend.store, memories_steps(checked_user(user_id)))
+    memories = run_steps(backend.store, memories_steps(user_id))
     if not memories:
         ensure_user(backend, user_id)
     return memories
@@ -270,12 +272,12 @@ def ensure_user(backend: Backend, user_id: str) -> str:
     """The user id, when something is stored for that user.
 
     Raises:
-        CliError: Nothing is stored for the user (exit 1), or the id is not valid (exit 2).
+        CliError: Nothing is stored for the user (exit 1).
     """
     from engram.stores.memory.users import user_namespaces_steps
     from engram.stores.steps import run_steps
 
-    if not run_steps(backend.store, user_namespaces_steps(checked_user(user_id))):
+    if not run_steps(backend.store, user_namespaces_steps(user_id)):
         raise unknown_user(backend, user_id)
     return user_id
 
@@ -287,14 +289,33 @@ def unknown_user(backend: Backend, user_id: str) -> CliError:
     return CliError(f"nothing is stored for user {user_id!r} in {backend.where} ({others})")
 
 
-def checked_user(user_id: str) -> str:
-    """The user id (any non-empty string), or a usage error."""
-    from engram.stores.namespaces import check_user
+def given_user(user: str | None) -> str | None:
+    """The user `--user` (or `$ENGRAM_USER`) names, None when neither is given.
 
-    try:
-        return check_user(user_id)
-    except ValueError as exc:
-        raise CliError(str(exc), code=2) from exc
+    Raises:
+        CliError: The id given is empty or only whitespace (exit 2): it never stands for the
+            default user.
+    """
+    if user is None and os.environ.get(USER_ENV) == "":  # click reads it as unset
+        user = ""
+    if user is None or user.strip():
+        return user
+    what = "is empty" if not user else "is only whitespace"
+    raise CliError(
+        f"--user (or ${USER_ENV}) {user!r} {what}: pass the id of the user whose memories you "
+        f"mean (--user alice, or {USER_ENV}=alice), or leave out both for the default user "
+        f"{DEFAULT_USER!r}",
+        code=2,
+    )
+
+
+def user_or_default(user: str | None) -> str:
+    """The user `--user` (or `$ENGRAM_USER`) names, else the default user.
+
+    Raises:
+        CliError: The id given is empty or only whitespace (exit 2).
+    """
+    return given_user(user) or DEFAULT_USER
 
 
 def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
@@ -305,7 +326,7 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     """
     from engram.stores.memory.long_term import LongTermMemory
 
-    memory = LongTermMemory(backend.store).get(checked_user(user_id), given)
+    memory = LongTermMemory(backend.store).get(user_id, given)
     if memory is not None:
         return memory
     matches = [m for m in all_memories(backend, user_id) if m.id.startswith(given)] if given else []

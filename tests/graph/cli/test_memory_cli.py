@@ -119,7 +119,7 @@ def test_errors_are_clear_with_exit_codes(data):
     assert "unknown category 'hobby'" in cli("list", "-u", "alice", "-c", "hobby", code=2).stderr
     assert "explicit --user" in cli("delete", "--all", "--yes", code=2).stderr
     assert "not both" in cli("delete", code=2).stderr
-    assert "non-empty string" in cli("list", "--user", "  ", code=2).stderr
+    assert "is only whitespace" in cli("list", "--user", "  ", code=2).stderr
     assert "CATEGORY=DAYS" in cli("maintain", "-u", "alice", "--ttl", "goal", code=2).stderr
     assert (
         "unknown category 'goals'"
@@ -177,7 +177,7 @@ def test_search_of_a_user_without_memories_is_an_error_and_no_hit_is_not(data):
     assert cli("search", "--user", "alice", "mode", "-c", "goal", "--json") == []
     result = cli("search", "--user", "bob", "dark mode", code=1)
     assert "nothing is stored for user 'bob'" in result.stderr and "alice" in result.stderr
-    assert "non-empty string" in cli("search", "--user", "  ", "mode", code=2).stderr
+    assert "is only whitespace" in cli("search", "--user", "  ", "mode", code=2).stderr
 
 
 def test_the_app_run_in_process_leaves_the_environment_alone(data, monkeypatch):
@@ -506,3 +506,33 @@ def test_a_flat_does_not_replace_the_city_the_user_lives_in(data):
     assert flat["action"] == "created" and flat["superseded"] == []
     found = cli("search", "--user", "alice", "which city does alice live in", "--json")
     assert city["id"] in [m["id"] for m in found]
+
+
+EVERY_COMMAND = [
+    ("list",),
+    ("search", "tea"),
+    ("show", "feedface"),
+    ("stats",),
+    ("add", "I like black coffee"),
+    ("forget", "feedface"),
+    ("restore", "feedface"),
+    ("delete", "feedface", "--yes"),
+    ("delete", "--all", "--yes"),
+    ("maintain", "--dry-run"),
+    ("export",),
+    ("import", "-", "--yes"),
+]
+
+
+@pytest.mark.parametrize("args", EVERY_COMMAND, ids=" ".join)
+def test_an_empty_user_is_refused_not_taken_for_the_default_user(data, monkeypatch, args):
+    kept = add("I like green tea", user="default")
+    for user_args, env in ((["--user", ""], None), (["-u", "   "], None), ([], "")):
+        if env is not None:
+            monkeypatch.setenv("ENGRAM_USER", env)
+        result = cli(*args, *user_args, code=2, input="")
+        monkeypatch.delenv("ENGRAM_USER", raising=False)
+        stderr = said(result.stderr)
+        assert "(--user alice, or ENGRAM_USER=alice)" in stderr, stderr
+        assert "leave out both for the default user 'default'" in stderr
+    assert [m["id"] for m in cli("list", "--json")] == [kept["id"]]  # the default user untouched
