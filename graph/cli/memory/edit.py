@@ -23,6 +23,7 @@ from engram.graph.cli.memory.support import (
     print_json,
     read_stdin_text,
     resolve_id,
+    stored_counts,
     user_or_default,
     validation_message,
 )
@@ -33,6 +34,14 @@ if TYPE_CHECKING:  # loaded when the commands run, not for help
 
 T = TypeVar("T")
 
+_ADDED = {
+    "created": "added",
+    "superseded": "added",
+    "merged": "merged into",
+    "duplicate": "already stored, confirmed",
+    "unchanged": "already stored",
+}
+"""What `add` did, as it prints it: the memory it names is the one stored now."""
 _CATEGORY_HELP = (
     f"{', '.join(CATEGORIES)}. Default: guessed by the offline rules "
     '("I prefer ...", "Alice prefers ..." -> preference), else fact.'
@@ -104,18 +113,25 @@ def add(
                 "superseded": [m.id for m in result.superseded],
             }
         )
-    if result.memory is None:
-        raise CliError(f"nothing stored: {result.reason}")
+    if result.memory is None:  # dropped: with any importance kept, only a secret is
+        raise CliError(
+            "nothing stored: the text is only a secret (a password, key or token), and secrets "
+            "are never stored; write what to remember without the secret",
+            code=2,
+        )
     if as_json:
         return
     how = "" if category else (" (category guessed; pass --category to choose)")
     out.print(
-        f"{result.action} [cyan]{result.memory.id}[/cyan] {esc(f'[{result.memory.category}]')}"
-        f"{how}: {esc(result.memory.content)}",
+        f"{_ADDED[result.action]} [cyan]{result.memory.id}[/cyan] "
+        f"{esc(f'[{result.memory.category}]')}{how}: {esc(result.memory.content)}",
         highlight=False,
     )
     for old in result.superseded:
-        out.print(f"  supersedes [cyan]{old.id}[/cyan]: {esc(old.content)}", highlight=False)
+        out.print(
+            f"  replaces [cyan]{old.id}[/cyan]: {esc(old.content)} (kept as history)",
+            highlight=False,
+        )
 
 
 @command
@@ -216,17 +232,18 @@ def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> 
     ensure_user(backend, user_id)
     if not yes:
         stats = run_steps(backend.store, stats_steps(user_id))
-        counts = ", ".join(f"{n} {root}" for root, n in stats.namespaces.items())
         typer.confirm(
-            f"Delete everything of {user_id!r} in {backend.where} ({counts}) for good?", abort=True
+            f"Delete everything of {user_id!r} in {backend.where} "
+            f"({stored_counts(stats.namespaces)}) for good?",
+            abort=True,
         )
     report = delete_user(backend.store, user_id, checkpointer=backend.checkpointer())
     if as_json:
         print_json(report.to_dict())
         return
-    counts = ", ".join(f"{n} {root}" for root, n in report.deleted.items())
     out.print(
-        f"deleted everything of {user_id!r}: {counts}; {len(report.threads)} threads "
+        f"deleted everything of {user_id!r}: {stored_counts(report.deleted)}; "
+        f"{len(report.threads)} threads "
         "(messages and summaries)",
         markup=False,
         highlight=False,

@@ -1,6 +1,6 @@
 """What every `engram memory` command shares: its options (`--user`, `--json`, `--data`, ...) and
 `command`, which turns a command's `CliError`s into one-line messages and exit codes (0 done,
-1 not found or nothing done, 2 bad usage). `engram.graph.cli.commands` registers the commands.
+1 not found or nothing done, 2 bad input). `engram.graph.cli.commands` registers the commands.
 """
 
 from __future__ import annotations

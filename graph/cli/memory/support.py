@@ -3,8 +3,8 @@
 The CLI works on the same data as the graph: by default the embedded folder
 (`$ENGRAM_DATA_DIR`, else `./.engram`: `chroma/` and `checkpoints.sqlite`), or a Chroma
 server when `$ENGRAM_CHROMA_URL` is set; `--data DIR` or `--data http://host:port` choose
-another. Errors are `CliError`s, printed in one line with their exit code (1: not found,
-2: bad usage).
+another. Errors are `CliError`s, printed in one line with their exit code (1: not found or
+nothing done, 2: bad input; `engram.graph.cli.commands.MEMORY_HELP` lists them).
 """
 
 from __future__ import annotations
@@ -52,6 +52,15 @@ USER_ENV = "ENGRAM_USER"
 """What `--user` defaults to."""
 SHORT_ID = 8
 """Characters of an id shown in tables; commands accept any unique prefix."""
+STORED_KINDS = {
+    "memories": "memories",
+    "memory_hashes": "duplicate fingerprints",
+    "episodes": "episodes (archived messages)",
+    "memory_maintenance": "maintenance records",
+    "threads": "thread records",
+    "memory_jobs": "pending memory jobs",
+}
+"""What each of a user's namespaces holds, as the commands name it (`engram.stores.namespaces`)."""
 
 out = Console(soft_wrap=False)
 err = Console(stderr=True)
@@ -180,7 +189,8 @@ def open_backend(
     not: a duplicate, which it finds without embedding, would pay for the load.)
 
     Raises:
-        CliError: The folder does not exist (unless `create`), or no server answers.
+        CliError: The folder does not exist (unless `create`), or no server answers (exit 1);
+            `data` is not a folder or a server URL (exit 2).
     """
     url = data if data and data.lower().startswith(("http://", "https://")) else None
     if data and url is None and (scheme := _URL_SCHEME.match(data)):
@@ -204,7 +214,7 @@ def open_backend(
         try:
             store = ChromaStore.from_url(url, index=index)
         except (ConnectionError, ValueError) as exc:
-            raise CliError(str(exc)) from exc
+            raise CliError(str(exc), code=2 if isinstance(exc, ValueError) else 1) from exc
         return _loaded(Backend(store, url, default_checkpoint_path()))
     return _loaded(
         Backend(
@@ -213,6 +223,12 @@ def open_backend(
             folder / "checkpoints.sqlite",
         )
     )
+
+
+def stored_counts(counts: dict[str, int]) -> str:
+    """Counts per namespace root in words, e.g. "2 memories, 2 duplicate fingerprints"; a root
+    an app added is named as it is."""
+    return ", ".join(f"{n} {STORED_KINDS.get(root, root)}" for root, n in counts.items())
 
 
 def read_stdin_text(what: str) -> str:
@@ -322,7 +338,7 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     """The memory whose id is `given` or starts with it.
 
     Raises:
-        CliError: No such memory, or the prefix matches several.
+        CliError: No such memory (exit 1), or the prefix matches several (exit 2).
     """
     from engram.stores.memory.long_term import LongTermMemory
 
@@ -335,7 +351,8 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     if matches:
         ids = ", ".join(m.id for m in matches[:5])
         raise CliError(
-            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it"
+            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it",
+            code=2,
         )
     raise CliError(
         f"no memory {given!r} for user {user_id!r}; "
@@ -411,7 +428,11 @@ def stats_table(found: list[UserStats], where: str) -> Table:
             ("mean importance", mean),
             ("never recalled", str(s.never_recalled)),
             ("oldest / newest", f"{(s.oldest or '-')[:10]} / {(s.newest or '-')[:10]}"),
-            *((f"{root} items", str(n)) for root, n in s.namespaces.items() if root != "memories"),
+            *(
+                (STORED_KINDS.get(root, root), str(n))
+                for root, n in s.namespaces.items()
+                if root != "memories"
+            ),
         ]
         for name, value in rows:
             table.add_row(name, Text(value))

@@ -101,7 +101,7 @@ def test_add_goes_through_the_write_policy(data):
         "My API key is sk-abcdefghijklmnopqrstuvwxyz123456 for the staging box", "-c", "fact"
     )
     assert "sk-abc" not in secret["content"] and "[REDACTED]" in secret["content"]
-    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=1)
+    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=2)
     assert "nothing stored" in result.stderr
     assert [m["content"] for m in cli("list", "--user", "alice", "--json", "-c", "preference")] == [
         "I prefer React for frontends"
@@ -536,3 +536,35 @@ def test_an_empty_user_is_refused_not_taken_for_the_default_user(data, monkeypat
         assert "(--user alice, or ENGRAM_USER=alice)" in stderr, stderr
         assert "leave out both for the default user 'default'" in stderr
     assert [m["id"] for m in cli("list", "--json")] == [kept["id"]]  # the default user untouched
+
+
+def test_output_says_which_memory_replaced_which_in_the_users_words(data):
+    old = add("I prefer Vue for frontends")
+    result = cli("add", "--user", "alice", "I prefer React for frontends")
+    printed = " ".join(result.stdout.split())
+    assert printed.startswith("added ") and "superseded" not in printed
+    assert f"replaces {old['id']}: I prefer Vue for frontends" in printed
+
+    stats = " ".join(cli("stats", "--user", "alice").stdout.split())
+    assert "duplicate fingerprints 2" in stats and "memory_hashes" not in stats
+    deleted = " ".join(cli("delete", "--all", "--user", "alice", "--yes").stdout.split())
+    assert "2 memories, 2 duplicate fingerprints" in deleted and "memory_hashes" not in deleted
+
+
+def test_a_memory_that_is_only_a_secret_is_bad_input(data):
+    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=2)
+    assert "nothing stored: the text is only a secret" in said(result.stderr)
+    assert "write what to remember without the secret" in said(result.stderr)
+
+
+def test_an_ambiguous_id_prefix_or_a_malformed_server_url_is_bad_input(data, monkeypatch):
+    firsts: set[str] = set()
+    for n in itertools.count():  # until two ids start alike: at most 17 memories
+        first = add(f"I planted {n} tomato seedlings today")["id"][0]
+        if first in firsts:
+            break
+        firsts.add(first)
+    result = cli("show", first, "--user", "alice", code=2)
+    assert "give more of it" in said(result.stderr)
+    result = cli("list", "--data", "http://", code=2)
+    assert "must look like http://host:port" in said(result.stderr)
