@@ -7,8 +7,8 @@ summary of at most `max_tokens` tokens.
 The extractive summarizer needs no model: it keeps the most informative sentences of the
 previous summary and the evicted messages — user statements first, sentences with names and
 numbers next — within the token limit, in their original order, one "- role: sentence" line each.
-It never writes more tokens than the previous summary and the messages had (so compaction never
-grows the prompt), and keeps sentences only: a list item keeps its number ("2. Clone the
+It never writes more tokens than the previous summary and the messages cost in the prompt (so
+compaction never grows the prompt), and keeps sentences only: a list item keeps its number ("2. Clone the
 repository."), and code blocks, bullets' and headings' marks and lines without a word are left
 out.
 
@@ -159,10 +159,8 @@ class ExtractiveSummarizer:
         counter: TokenCounter,
     ) -> str:
         """Re-rank the previous summary's lines and the new sentences; keep what fits in
-        `max_tokens` and in the tokens of `previous` and `messages`."""
-        replaced = counter.count_text(previous) + sum(
-            counter.count_text(message_content(m)) for m in messages
-        )
+        `max_tokens` and in what `previous` and `messages` cost in the prompt."""
+        replaced = counter.count_text(previous) + sum(counter.count_message(m) for m in messages)
         max_tokens = min(max_tokens, replaced)
         units = _previous_units(previous) + _message_units(messages, counter)
         ranked = sorted(range(len(units)), key=lambda i: (-units[i].score, -i))

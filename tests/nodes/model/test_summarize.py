@@ -8,7 +8,7 @@ import re
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from engram.nodes.model.summarize import ExtractiveSummarizer
-from engram.nodes.text.tokens import counter_for_model, message_text
+from engram.nodes.text.tokens import counter_for_model
 
 COUNTER = counter_for_model(None)
 ANSWER = """Sure! Here's how to set up the project on a fresh machine:
@@ -43,7 +43,8 @@ def summarize(previous: str, messages: list[BaseMessage], max_tokens: int = 2000
 
 
 def replaced_tokens(previous: str, messages: list[BaseMessage]) -> int:
-    return COUNTER.count_text(previous) + sum(COUNTER.count_text(message_text(m)) for m in messages)
+    """What the summary and the messages cost in the prompt."""
+    return COUNTER.count_text(previous) + sum(COUNTER.count_message(m) for m in messages)
 
 
 def test_the_summary_is_never_longer_than_what_it_replaces():
