@@ -31,7 +31,8 @@ User = Annotated[
         envvar="ENGRAM_USER",
         metavar="USER",
         show_default=False,
-        help=f"Whose memories (default: {DEFAULT_USER!r}, the graph's default user).",
+        help=f"Whose memories: the user's id, not empty (default: {DEFAULT_USER!r}, the graph's "
+        "default user).",
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
