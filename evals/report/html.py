@@ -28,8 +28,10 @@ h1{font-size:1.5rem;margin:0 0 .3rem}h2{font-size:1.1rem;margin:2rem 0 .6rem}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem;margin:1rem 0}
 .facts dt{color:#5b6474}.facts dd{margin:0}
 .verdict{display:inline-block;padding:.2rem .6rem;border-radius:4px;font-weight:600}
+.table{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;width:100%}td,th{padding:.3rem .5rem;text-align:left;
 border-bottom:1px solid #e3e6eb;vertical-align:middle}th{color:#5b6474;font-weight:600}
+th{font-size:.85rem;vertical-align:bottom}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .bar{position:relative;height:14px;background:#eef0f4;border-radius:3px;min-width:240px}
 .fill{position:absolute;left:0;top:0;bottom:0;border-radius:3px;background:#5b7fd6}
@@ -117,7 +119,7 @@ def _metric_table(metrics: Mapping[str, Any], targets: Mapping[str, Any]) -> str
             f'<td class="num">{escape(target["target"]) if target else ""}</td><td>{status}</td></tr>'
         )
     head = "<tr><th>metric</th><th></th><th>value</th><th>target</th><th></th></tr>"
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(head, rows)
 
 
 def _bar(name: str, value: Any, target: Mapping[str, Any] | None) -> str:
@@ -153,12 +155,12 @@ def _latency_table(latency: Mapping[str, float]) -> str:
         f'style="width:{ms / top * 100:.1f}%"></div></div></td><td class="num">{ms:.1f}</td></tr>'
         for node, ms in latency.items()
     ]
-    return f"<table><tr><th>node</th><th></th><th>ms</th></tr>{''.join(rows)}</table>"
+    return _table("<tr><th>node</th><th></th><th>ms</th></tr>", rows)
 
 
 def _category_table(by_category: Mapping[str, Mapping[str, Any]]) -> str:
     keys = list(next(iter(by_category.values()), {}))
-    head = "<tr><th>category</th>" + "".join(f"<th>{escape(k)}</th>" for k in keys) + "</tr>"
+    head = "<tr><th>category</th>" + "".join(f"<th>{_name(k)}</th>" for k in keys) + "</tr>"
     rows = []
     for category, values in by_category.items():
         cells = "".join(
@@ -168,7 +170,7 @@ def _category_table(by_category: Mapping[str, Mapping[str, Any]]) -> str:
             for k in keys
         )
         rows.append(f"<tr><td>{escape(category)}</td>{cells}</tr>")
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(head, rows)
 
 
 def _dialog_table(dialogs: list[Mapping[str, Any]]) -> str:
@@ -183,12 +185,22 @@ def _dialog_table(dialogs: list[Mapping[str, Any]]) -> str:
         "token_ratio_at_150",
         "seconds",
     ]
-    head = "<tr><th>dialog</th>" + "".join(f"<th>{escape(c)}</th>" for c in columns) + "</tr>"
+    head = "<tr><th>dialog</th>" + "".join(f"<th>{_name(c)}</th>" for c in columns) + "</tr>"
     rows = []
     for row in dialogs:
         cells = "".join(f'<td class="num">{_number(row.get(c))}</td>' for c in columns)
         rows.append(f"<tr><td>{escape(str(row['id']))}</td>{cells}</tr>")
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(head, rows)
+
+
+def _table(head: str, rows: list[str]) -> str:
+    """A table in a box as wide as the page, which scrolls sideways if the table is wider."""
+    return f'<div class="table"><table>{head}{"".join(rows)}</table></div>'
+
+
+def _name(name: str) -> str:
+    """A metric's name as a column header, which may wrap after its underscores."""
+    return escape(name).replace("_", "_<wbr>")
 
 
 def _evidence(dialogs: list[Mapping[str, Any]]) -> str:

@@ -29,8 +29,14 @@ MEMORY_COMMANDS = (
 """The `engram memory` subcommands; a trailing `_` of a function's name is not part of the
 command's (`list_` is `engram memory list`)."""
 
+MEMORY_HELP = """Inspect and manage a user's long-term memories.
+
+Exit codes: 0 done; 1 not found or nothing done (no data folder, no such user or memory, nothing
+to restore, a confirmation declined); 2 bad input (an empty --user, an unknown category or option
+value, an id prefix that matches several memories, a memory that is only a secret)."""
+
 memory_app = typer.Typer(
-    help="Inspect and manage a user's long-term memories.",
+    help=MEMORY_HELP,
     no_args_is_help=True,
     rich_markup_mode=None,
 )

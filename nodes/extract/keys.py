@@ -153,7 +153,9 @@ def key_for(rule: Rule, match: re.Match[str], text: str) -> tuple[str | None, di
     if rule.kind.startswith("fact."):
         value = value_after(text, match.end())
         attribute = rule.kind.split(".", 1)[1]
-        return (f"fact.{attribute}", {"subject": attribute, "value": value}) if value else (None, None)
+        if not value or not _VALUE_CHECKS.get(attribute, bool)(value):
+            return None, None
+        return f"fact.{attribute}", {"subject": attribute, "value": value}
     if rule.kind == "fav":
         return _favourite(match, text)
     clause = _clause(text, match)
@@ -197,6 +199,27 @@ def value_after(text: str, start: int) -> str:
     end = _VALUE_END.search(rest)
     value = rest[: end.start()] if end else rest
     return value.strip().removesuffix("了").removesuffix("的")[:80]  # "搬到杭州了", "车是丰田的"
+
+
+_CJK_PLACE = re.compile(r"(?!一[个间套栋座所处]|[这那](?:里|儿|边|个|间))[\u3400-\u9fff]")
+"""The start of a Chinese place name: not "一个 ..." (a ...), not "这里" (here)."""
+
+
+def names_a_place(value: str) -> bool:
+    """Whether a location's value is a place's name ("Lisbon", "the Netherlands", "杭州"), not
+    a dwelling or a part of town ("a flat", "the city centre", "一个小公寓", "这里").
+
+    Example:
+        >>> names_a_place("Lisbon"), names_a_place("the Netherlands"), names_a_place("a flat")
+        (True, True, False)
+    """
+    name = value.removeprefix("the ").removeprefix("The ")
+    return name[:1].isupper() or bool(_CJK_PLACE.match(name))
+
+
+_VALUE_CHECKS = {"location": names_a_place}
+"""Checks of a fact's value, per attribute: a key is set only when its value is what the key
+names (a statement that fails one is kept, without a key)."""
 
 
 @lru_cache(maxsize=1024)

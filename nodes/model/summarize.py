@@ -7,6 +7,10 @@ summary of at most `max_tokens` tokens.
 The extractive summarizer needs no model: it keeps the most informative sentences of the
 previous summary and the evicted messages — user statements first, sentences with names and
 numbers next — within the token limit, in their original order, one "- role: sentence" line each.
+It never writes more tokens than the previous summary and the messages cost in the prompt (so
+compaction never grows the prompt), and keeps sentences only: a list item keeps its number ("2. Clone the
+repository."), and code blocks, bullets' and headings' marks and lines without a word are left
+out.
 
 Example:
     >>> import asyncio
@@ -46,7 +50,13 @@ SUMMARY_SLACK_TOKENS = 64
 """Output allowed beyond the summary's budget (the model's tokenizer counts differently); the
 summary is truncated to the budget afterwards."""
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？；])")
+_CODE_BLOCK = re.compile(r"^[ \t]*(```|~~~).*?(?:^[ \t]*\1[^\n]*$|\Z)", re.MULTILINE | re.DOTALL)
+_NUMBERED = re.compile(r"^(?:\d{1,3}|[a-z])[.)]\s+")
+"""A numbered list item's marker ("2. ", "b) "), kept with the item's first sentence."""
+_MARK = re.compile(r"^(?:[-*+•>]|#{1,6})\s+")
+"""A bullet's, a quote's or a heading's mark, left out."""
+_WORD = re.compile(r"\w")
 _LINE = re.compile(r"^- (user|assistant|tool|system): (.*)$")
 _NUMBER = re.compile(r"\d")
 _NAME = re.compile(r"(?<!^)\b(?!I\b|I'm\b|I've\b|I'd\b)[A-Z][\w.+#-]*|\b\w*[a-z][A-Z]\w*|「|《|“")
@@ -148,7 +158,10 @@ class ExtractiveSummarizer:
         max_tokens: int,
         counter: TokenCounter,
     ) -> str:
-        """Re-rank the previous summary's lines and the new sentences; keep what fits."""
+        """Re-rank the previous summary's lines and the new sentences; keep what fits in
+        `max_tokens` and in what `previous` and `messages` cost in the prompt."""
+        replaced = counter.count_text(previous) + sum(counter.count_message(m) for m in messages)
+        max_tokens = min(max_tokens, replaced)
         units = _previous_units(previous) + _message_units(messages, counter)
         ranked = sorted(range(len(units)), key=lambda i: (-units[i].score, -i))
         chosen: set[int] = set()
@@ -194,12 +207,29 @@ def _message_units(messages: Sequence[BaseMessage], counter: TokenCounter) -> li
         text = message.content if isinstance(message.content, str) else message_content(message)
         if isinstance(message, ToolMessage):
             text = text[:500]
-        for sentence in _SENTENCE_END.split(text):
-            sentence = " ".join(sentence.split())
-            if sentence:
-                sentence = counter.truncate(sentence, MAX_SENTENCE_TOKENS)
-                units.append(_Unit(role, sentence, _score(role, sentence)))
+        for sentence in _sentences(text):
+            sentence = counter.truncate(sentence, MAX_SENTENCE_TOKENS)
+            units.append(_Unit(role, sentence, _score(role, sentence)))
     return units
+
+
+def _sentences(text: str) -> list[str]:
+    """The sentences of a message, line by line, without its code blocks.
+
+    Example:
+        >>> _sentences("Steps:\\n1. Install uv. It is fast.\\n```\\nuv sync\\n```\\n- Done!")
+        ['Steps:', '1. Install uv.', 'It is fast.', 'Done!']
+    """
+    sentences = []
+    for line in _CODE_BLOCK.sub("", text).splitlines():
+        line = _MARK.sub("", " ".join(line.split()))
+        number = _NUMBERED.match(line)
+        marker, line = (number.group(0), line[number.end() :]) if number else ("", line)
+        parts = [part for part in _SENTENCE_END.split(line) if _WORD.search(part)]
+        if parts:
+            parts[0] = marker + parts[0]
+        sentences += parts
+    return sentences
 
 
 def _score(role: str, sentence: str) -> float:

@@ -136,3 +136,23 @@ def test_write_report_refuses_a_file_as_folder(tmp_path):
     _, html_path = write_report(report, tmp_path / "ok")
     assert "temporal" in html_path.read_text(encoding="utf-8")
     assert all_pass(report)
+
+
+def test_every_table_fits_the_page_width(tmp_path):
+    # the dialog table's long column names ran past the page's right edge
+    dialog = {"id": "en-card-number-conference", "user_turns": 7, "extraction_f1": 0.75}
+    report = build_report(
+        kind="suite",
+        mode="offline",
+        metrics=suite_metrics(by_category={"fact": {"recall": 0.5}}),
+        targets=SUITE_TARGETS,
+        embeddings=NGramEmbeddings(),
+        dialogs=[dialog],
+    )
+    _, html_path = write_report(report, tmp_path / "out")
+    page = html_path.read_text(encoding="utf-8")
+    css = page.split("<style>")[1].split("</style>")[0]
+    assert re.search(r"\.table\{[^}]*overflow-x:auto", css)  # a wide table scrolls in its box
+    assert page.count("<table") == page.count('<div class="table"><table') == 5
+    dialogs = page.split("<h2>Dialogs</h2>")[1].split("<h2>")[0]
+    assert "<th>token_<wbr>ratio_<wbr>at_<wbr>150</th>" in dialogs  # a long name can wrap

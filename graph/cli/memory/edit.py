@@ -12,18 +12,19 @@ from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import Data, Json, User, Yes, command
 from engram.graph.cli.memory.support import (
-    DEFAULT_USER,
     SHORT_ID,
     Backend,
     CliError,
-    checked_user,
     ensure_user,
     err,
+    given_user,
     open_backend,
     out,
     print_json,
     read_stdin_text,
     resolve_id,
+    stored_counts,
+    user_or_default,
     validation_message,
 )
 from engram.stores.memory.categories import CATEGORIES, Category
@@ -33,6 +34,14 @@ if TYPE_CHECKING:  # loaded when the commands run, not for help
 
 T = TypeVar("T")
 
+_ADDED = {
+    "created": "added",
+    "superseded": "added",
+    "merged": "merged into",
+    "duplicate": "already stored, confirmed",
+    "unchanged": "already stored",
+}
+"""What `add` did, as it prints it: the memory it names is the one stored now."""
 _CATEGORY_HELP = (
     f"{', '.join(CATEGORIES)}. Default: guessed by the offline rules "
     '("I prefer ...", "Alice prefers ..." -> preference), else fact.'
@@ -80,7 +89,7 @@ def add(
     data: Data = None,
 ) -> None:
     """Add a memory through the write policy (secrets redacted, duplicates merged)."""
-    user_id = checked_user(user or DEFAULT_USER)
+    user_id = user_or_default(user)
     if text == "-":
         text = read_stdin_text("the memory")
     # loaded here: the offline rules cost every other command 0.4 s at start-up
@@ -104,18 +113,25 @@ def add(
                 "superseded": [m.id for m in result.superseded],
             }
         )
-    if result.memory is None:
-        raise CliError(f"nothing stored: {result.reason}")
+    if result.memory is None:  # dropped: with any importance kept, only a secret is
+        raise CliError(
+            "nothing stored: the text is only a secret (a password, key or token), and secrets "
+            "are never stored; write what to remember without the secret",
+            code=2,
+        )
     if as_json:
         return
     how = "" if category else (" (category guessed; pass --category to choose)")
     out.print(
-        f"{result.action} [cyan]{result.memory.id}[/cyan] {esc(f'[{result.memory.category}]')}"
-        f"{how}: {esc(result.memory.content)}",
+        f"{_ADDED[result.action]} [cyan]{result.memory.id}[/cyan] "
+        f"{esc(f'[{result.memory.category}]')}{how}: {esc(result.memory.content)}",
         highlight=False,
     )
     for old in result.superseded:
-        out.print(f"  supersedes [cyan]{old.id}[/cyan]: {esc(old.content)}", highlight=False)
+        out.print(
+            f"  replaces [cyan]{old.id}[/cyan]: {esc(old.content)} (kept as history)",
+            highlight=False,
+        )
 
 
 @command
@@ -126,7 +142,7 @@ def forget(
     data: Data = None,
 ) -> None:
     """Forget a memory: no longer recalled, kept and restorable."""
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     memory = _change(data, user_id, memory_id, lambda ltm, u, i: ltm.forget(u, i))
     if as_json:
         print_json(memory.to_value())
@@ -146,7 +162,7 @@ def restore(
     data: Data = None,
 ) -> None:
     """Undo forgetting or maintenance (importance, compression) on a memory."""
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     result = _change(data, user_id, memory_id, lambda ltm, u, i: ltm.restore(u, i))
     if as_json:
         print_json(
@@ -187,14 +203,14 @@ def delete(
 
     if (memory_id is None) == (not all_):
         raise CliError("give a memory ID, or --all --user USER (not both)", code=2)
-    if all_ and user is None:
+    if all_ and given_user(user) is None:
         raise CliError("delete --all needs an explicit --user", code=2)
     if as_json and not yes:
         raise CliError("deleting asks for confirmation; with --json pass --yes", code=2)
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     with open_backend(data) as backend:
         if all_:
-            _delete_all(backend, checked_user(user_id), yes=yes, as_json=as_json)
+            _delete_all(backend, user_id, yes=yes, as_json=as_json)
             return
         memory = resolve_id(backend, user_id, memory_id or "")
         if not yes:
@@ -216,17 +232,18 @@ def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> 
     ensure_user(backend, user_id)
     if not yes:
         stats = run_steps(backend.store, stats_steps(user_id))
-        counts = ", ".join(f"{n} {root}" for root, n in stats.namespaces.items())
         typer.confirm(
-            f"Delete everything of {user_id!r} in {backend.where} ({counts}) for good?", abort=True
+            f"Delete everything of {user_id!r} in {backend.where} "
+            f"({stored_counts(stats.namespaces)}) for good?",
+            abort=True,
         )
     report = delete_user(backend.store, user_id, checkpointer=backend.checkpointer())
     if as_json:
         print_json(report.to_dict())
         return
-    counts = ", ".join(f"{n} {root}" for root, n in report.deleted.items())
     out.print(
-        f"deleted everything of {user_id!r}: {counts}; {len(report.threads)} threads "
+        f"deleted everything of {user_id!r}: {stored_counts(report.deleted)}; "
+        f"{len(report.threads)} threads "
         "(messages and summaries)",
         markup=False,
         highlight=False,

@@ -16,6 +16,7 @@ from engram.graph.cli.memory.support import (
     CliError,
     ensure_user,
     err,
+    given_user,
     known_users,
     maintenance_table,
     open_backend,
@@ -67,6 +68,7 @@ def maintain(
     from engram.stores.maintenance.maintain import maintain as run_maintenance
     from engram.stores.maintenance.types import MaintenanceSettings
 
+    user = given_user(user)
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:

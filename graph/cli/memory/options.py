@@ -1,6 +1,6 @@
 """What every `engram memory` command shares: its options (`--user`, `--json`, `--data`, ...) and
 `command`, which turns a command's `CliError`s into one-line messages and exit codes (0 done,
-1 not found or nothing done, 2 bad usage). `engram.graph.cli.commands` registers the commands.
+1 not found or nothing done, 2 bad input). `engram.graph.cli.commands` registers the commands.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ User = Annotated[
         envvar="ENGRAM_USER",
         metavar="USER",
         show_default=False,
-        help=f"Whose memories (default: {DEFAULT_USER!r}, the graph's default user).",
+        help=f"Whose memories: the user's id, not empty (default: {DEFAULT_USER!r}, the graph's "
+        "default user).",
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]

@@ -24,11 +24,10 @@ from engram.graph.cli.memory.options import (
     command,
 )
 from engram.graph.cli.memory.support import (
-    DEFAULT_USER,
     CliError,
     all_memories,
-    checked_user,
     ensure_user,
+    given_user,
     known_users,
     memory_table,
     open_backend,
@@ -36,6 +35,7 @@ from engram.graph.cli.memory.support import (
     print_json,
     resolve_id,
     stats_table,
+    user_or_default,
 )
 from engram.stores.memory.categories import CATEGORIES, Category
 
@@ -55,7 +55,7 @@ def list_(
     data: Data = None,
 ) -> None:
     """List a user's memories, most recently updated first (current ones unless asked)."""
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     wanted = _categories(category)
     with open_backend(data) as backend:
         memories = all_memories(backend, user_id)
@@ -93,10 +93,10 @@ def search(
     """Recall memories as the graph would, best first (does not count as a recall)."""
     from engram.stores.memory.long_term import LongTermMemory
 
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     with open_backend(data, embeds_few=True, query=query) as backend:
         found = LongTermMemory(backend.store).search(
-            checked_user(user_id),
+            user_id,
             query,
             k,
             categories=_categories(category),
@@ -144,7 +144,7 @@ def show(
     from engram.stores.memory.markdown.format import status_of
     from engram.stores.namespaces import journal_namespace
 
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     with open_backend(data) as backend:
         memory = resolve_id(backend, user_id, memory_id)
         entry_item = backend.store.get(journal_namespace(user_id), memory.id)
@@ -194,6 +194,7 @@ def stats(
     from engram.stores.memory.users import stats_steps
     from engram.stores.steps import run_steps
 
+    user = given_user(user)
     with open_backend(data) as backend:
         users = [ensure_user(backend, user)] if user else known_users(backend.store)
         found = [run_steps(backend.store, stats_steps(u)) for u in users]

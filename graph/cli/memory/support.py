@@ -3,8 +3,8 @@
 The CLI works on the same data as the graph: by default the embedded folder
 (`$ENGRAM_DATA_DIR`, else `./.engram`: `chroma/` and `checkpoints.sqlite`), or a Chroma
 server when `$ENGRAM_CHROMA_URL` is set; `--data DIR` or `--data http://host:port` choose
-another. Errors are `CliError`s, printed in one line with their exit code (1: not found,
-2: bad usage).
+another. Errors are `CliError`s, printed in one line with their exit code (1: not found or
+nothing done, 2: bad input; `engram.graph.cli.commands.MEMORY_HELP` lists them).
 """
 
 from __future__ import annotations
@@ -48,8 +48,19 @@ BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 """Worker threads of numpy's OpenBLAS; see `no_idle_blas_threads`."""
 DEFAULT_USER = "default"
 """The user of a command run without `--user`: the graph's own default (`Context.user_id`)."""
+USER_ENV = "ENGRAM_USER"
+"""What `--user` defaults to."""
 SHORT_ID = 8
 """Characters of an id shown in tables; commands accept any unique prefix."""
+STORED_KINDS = {
+    "memories": "memories",
+    "memory_hashes": "duplicate fingerprints",
+    "episodes": "episodes (archived messages)",
+    "memory_maintenance": "maintenance records",
+    "threads": "thread records",
+    "memory_jobs": "pending memory jobs",
+}
+"""What each of a user's namespaces holds, as the commands name it (`engram.stores.namespaces`)."""
 
 out = Console(soft_wrap=False)
 err = Console(stderr=True)
@@ -178,7 +189,8 @@ def open_backend(
     not: a duplicate, which it finds without embedding, would pay for the load.)
 
     Raises:
-        CliError: The folder does not exist (unless `create`), or no server answers.
+        CliError: The folder does not exist (unless `create`), or no server answers (exit 1);
+            `data` is not a folder or a server URL (exit 2).
     """
     url = data if data and data.lower().startswith(("http://", "https://")) else None
     if data and url is None and (scheme := _URL_SCHEME.match(data)):
@@ -202,7 +214,7 @@ def open_backend(
         try:
             store = ChromaStore.from_url(url, index=index)
         except (ConnectionError, ValueError) as exc:
-            raise CliError(str(exc)) from exc
+            raise CliError(str(exc), code=2 if isinstance(exc, ValueError) else 1) from exc
         return _loaded(Backend(store, url, default_checkpoint_path()))
     return _loaded(
         Backend(
@@ -211,6 +223,12 @@ def open_backend(
             folder / "checkpoints.sqlite",
         )
     )
+
+
+def stored_counts(counts: dict[str, int]) -> str:
+    """Counts per namespace root in words, e.g. "2 memories, 2 duplicate fingerprints"; a root
+    an app added is named as it is."""
+    return ", ".join(f"{n} {STORED_KINDS.get(root, root)}" for root, n in counts.items())
 
 
 def read_stdin_text(what: str) -> str:
@@ -255,12 +273,12 @@ def all_memories(backend: Backend, user_id: str) -> list[Memory]:
     """Every memory of a user (any state).
 
     Raises:
-        CliError: The user has nothing stored at all (exit 1), or the id is not valid.
+        CliError: The user has nothing stored at all (exit 1).
     """
     from engram.stores.memory.users import memories_steps
     from engram.stores.steps import run_steps
 
-    memories = run_steps(backend.store, memories_steps(checked_user(user_id)))
+    memories = run_steps(backend.store, memories_steps(user_id))
     if not memories:
         ensure_user(backend, user_id)
     return memories
@@ -270,12 +288,12 @@ def ensure_user(backend: Backend, user_id: str) -> str:
     """The user id, when something is stored for that user.
 
     Raises:
-        CliError: Nothing is stored for the user (exit 1), or the id is not valid (exit 2).
+        CliError: Nothing is stored for the user (exit 1).
     """
     from engram.stores.memory.users import user_namespaces_steps
     from engram.stores.steps import run_steps
 
-    if not run_steps(backend.store, user_namespaces_steps(checked_user(user_id))):
+    if not run_steps(backend.store, user_namespaces_steps(user_id)):
         raise unknown_user(backend, user_id)
     return user_id
 
@@ -287,25 +305,44 @@ def unknown_user(backend: Backend, user_id: str) -> CliError:
     return CliError(f"nothing is stored for user {user_id!r} in {backend.where} ({others})")
 
 
-def checked_user(user_id: str) -> str:
-    """The user id (any non-empty string), or a usage error."""
-    from engram.stores.namespaces import check_user
+def given_user(user: str | None) -> str | None:
+    """The user `--user` (or `$ENGRAM_USER`) names, None when neither is given.
 
-    try:
-        return check_user(user_id)
-    except ValueError as exc:
-        raise CliError(str(exc), code=2) from exc
+    Raises:
+        CliError: The id given is empty or only whitespace (exit 2): it never stands for the
+            default user.
+    """
+    if user is None and os.environ.get(USER_ENV) == "":  # click reads it as unset
+        user = ""
+    if user is None or user.strip():
+        return user
+    what = "is empty" if not user else "is only whitespace"
+    raise CliError(
+        f"--user (or ${USER_ENV}) {user!r} {what}: pass the id of the user whose memories you "
+        f"mean (--user alice, or {USER_ENV}=alice), or leave out both for the default user "
+        f"{DEFAULT_USER!r}",
+        code=2,
+    )
+
+
+def user_or_default(user: str | None) -> str:
+    """The user `--user` (or `$ENGRAM_USER`) names, else the default user.
+
+    Raises:
+        CliError: The id given is empty or only whitespace (exit 2).
+    """
+    return given_user(user) or DEFAULT_USER
 
 
 def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     """The memory whose id is `given` or starts with it.
 
     Raises:
-        CliError: No such memory, or the prefix matches several.
+        CliError: No such memory (exit 1), or the prefix matches several (exit 2).
     """
     from engram.stores.memory.long_term import LongTermMemory
 
-    memory = LongTermMemory(backend.store).get(checked_user(user_id), given)
+    memory = LongTermMemory(backend.store).get(user_id, given)
     if memory is not None:
         return memory
     matches = [m for m in all_memories(backend, user_id) if m.id.startswith(given)] if given else []
@@ -314,7 +351,8 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     if matches:
         ids = ", ".join(m.id for m in matches[:5])
         raise CliError(
-            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it"
+            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it",
+            code=2,
         )
     raise CliError(
         f"no memory {given!r} for user {user_id!r}; "
@@ -390,7 +428,11 @@ def stats_table(found: list[UserStats], where: str) -> Table:
             ("mean importance", mean),
             ("never recalled", str(s.never_recalled)),
             ("oldest / newest", f"{(s.oldest or '-')[:10]} / {(s.newest or '-')[:10]}"),
-            *((f"{root} items", str(n)) for root, n in s.namespaces.items() if root != "memories"),
+            *(
+                (STORED_KINDS.get(root, root), str(n))
+                for root, n in s.namespaces.items()
+                if root != "memories"
+            ),
         ]
         for name, value in rows:
             table.add_row(name, Text(value))

@@ -23,17 +23,16 @@ from engram.graph.cli.memory.options import (
     command,
 )
 from engram.graph.cli.memory.support import (
-    DEFAULT_USER,
     SHORT_ID,
     CliError,
     all_memories,
-    checked_user,
     decode_utf8,
     err,
     open_backend,
     out,
     print_json,
     read_stdin_text,
+    user_or_default,
 )
 
 if TYPE_CHECKING:  # loaded when the commands run, not for help
@@ -57,7 +56,7 @@ def export(
     from engram.stores.memory.markdown.format import render_markdown
     from engram.stores.memory.types import utc_now
 
-    user_id = user or DEFAULT_USER
+    user_id = user_or_default(user)
     with open_backend(data) as backend:
         memories = all_memories(backend, user_id)
     if as_json:
@@ -109,7 +108,7 @@ def import_(
         raise CliError(
             "importing asks for confirmation; with --json pass --yes or --dry-run", code=2
         )
-    user_id = checked_user(user or DEFAULT_USER)
+    user_id = user_or_default(user)
     if str(file) == "-":
         text = read_stdin_text("the memory.md")
     else:

@@ -64,3 +64,10 @@ def test_help_loads_neither_chromadb_nor_langgraph(args: list[str]) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_memory_help_states_the_exit_codes() -> None:
+    result = CliRunner().invoke(app, ["memory", "--help"], terminal_width=200)
+    text = " ".join(result.output.split())
+    assert "Exit codes: 0 done; 1 not found or nothing done" in text
+    assert "2 bad input (" in text and "an empty --user" in text

@@ -101,7 +101,7 @@ def test_add_goes_through_the_write_policy(data):
         "My API key is sk-abcdefghijklmnopqrstuvwxyz123456 for the staging box", "-c", "fact"
     )
     assert "sk-abc" not in secret["content"] and "[REDACTED]" in secret["content"]
-    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=1)
+    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=2)
     assert "nothing stored" in result.stderr
     assert [m["content"] for m in cli("list", "--user", "alice", "--json", "-c", "preference")] == [
         "I prefer React for frontends"
@@ -119,7 +119,7 @@ def test_errors_are_clear_with_exit_codes(data):
     assert "unknown category 'hobby'" in cli("list", "-u", "alice", "-c", "hobby", code=2).stderr
     assert "explicit --user" in cli("delete", "--all", "--yes", code=2).stderr
     assert "not both" in cli("delete", code=2).stderr
-    assert "non-empty string" in cli("list", "--user", "  ", code=2).stderr
+    assert "is only whitespace" in cli("list", "--user", "  ", code=2).stderr
     assert "CATEGORY=DAYS" in cli("maintain", "-u", "alice", "--ttl", "goal", code=2).stderr
     assert (
         "unknown category 'goals'"
@@ -177,7 +177,7 @@ def test_search_of_a_user_without_memories_is_an_error_and_no_hit_is_not(data):
     assert cli("search", "--user", "alice", "mode", "-c", "goal", "--json") == []
     result = cli("search", "--user", "bob", "dark mode", code=1)
     assert "nothing is stored for user 'bob'" in result.stderr and "alice" in result.stderr
-    assert "non-empty string" in cli("search", "--user", "  ", "mode", code=2).stderr
+    assert "is only whitespace" in cli("search", "--user", "  ", "mode", code=2).stderr
 
 
 def test_the_app_run_in_process_leaves_the_environment_alone(data, monkeypatch):
@@ -497,3 +497,74 @@ def test_no_embedding_model_is_a_one_line_error_and_stores_nothing(data, tmp_pat
             assert "ENGRAM_EMBEDDING_MODEL_DIR" in result.stderr
             assert "Traceback" not in result.stderr
     assert [m["content"] for m in cli("list", "--user", "alice", "--json")] == ["Alice prefers tea"]
+
+
+def test_a_flat_does_not_replace_the_city_the_user_lives_in(data):
+    city = add("I moved from Berlin to Lisbon")
+    flat_text = "My wifi password is hunter2, I live in a flat with two cats"
+    flat = cli("add", "--user", "alice", flat_text, "--json")
+    assert flat["action"] == "created" and flat["superseded"] == []
+    found = cli("search", "--user", "alice", "which city does alice live in", "--json")
+    assert city["id"] in [m["id"] for m in found]
+
+
+EVERY_COMMAND = [
+    ("list",),
+    ("search", "tea"),
+    ("show", "feedface"),
+    ("stats",),
+    ("add", "I like black coffee"),
+    ("forget", "feedface"),
+    ("restore", "feedface"),
+    ("delete", "feedface", "--yes"),
+    ("delete", "--all", "--yes"),
+    ("maintain", "--dry-run"),
+    ("export",),
+    ("import", "-", "--yes"),
+]
+
+
+@pytest.mark.parametrize("args", EVERY_COMMAND, ids=" ".join)
+def test_an_empty_user_is_refused_not_taken_for_the_default_user(data, monkeypatch, args):
+    kept = add("I like green tea", user="default")
+    for user_args, env in ((["--user", ""], None), (["-u", "   "], None), ([], "")):
+        if env is not None:
+            monkeypatch.setenv("ENGRAM_USER", env)
+        result = cli(*args, *user_args, code=2, input="")
+        monkeypatch.delenv("ENGRAM_USER", raising=False)
+        stderr = said(result.stderr)
+        assert "(--user alice, or ENGRAM_USER=alice)" in stderr, stderr
+        assert "leave out both for the default user 'default'" in stderr
+    assert [m["id"] for m in cli("list", "--json")] == [kept["id"]]  # the default user untouched
+
+
+def test_output_says_which_memory_replaced_which_in_the_users_words(data):
+    old = add("I prefer Vue for frontends")
+    result = cli("add", "--user", "alice", "I prefer React for frontends")
+    printed = " ".join(result.stdout.split())
+    assert printed.startswith("added ") and "superseded" not in printed
+    assert f"replaces {old['id']}: I prefer Vue for frontends" in printed
+
+    stats = " ".join(cli("stats", "--user", "alice").stdout.split())
+    assert "duplicate fingerprints 2" in stats and "memory_hashes" not in stats
+    deleted = " ".join(cli("delete", "--all", "--user", "alice", "--yes").stdout.split())
+    assert "2 memories, 2 duplicate fingerprints" in deleted and "memory_hashes" not in deleted
+
+
+def test_a_memory_that_is_only_a_secret_is_bad_input(data):
+    result = cli("add", "--user", "alice", "password: hunter2hunter2", code=2)
+    assert "nothing stored: the text is only a secret" in said(result.stderr)
+    assert "write what to remember without the secret" in said(result.stderr)
+
+
+def test_an_ambiguous_id_prefix_or_a_malformed_server_url_is_bad_input(data, monkeypatch):
+    firsts: set[str] = set()
+    for n in itertools.count():  # until two ids start alike: at most 17 memories
+        first = add(f"I planted {n} tomato seedlings today")["id"][0]
+        if first in firsts:
+            break
+        firsts.add(first)
+    result = cli("show", first, "--user", "alice", code=2)
+    assert "give more of it" in said(result.stderr)
+    result = cli("list", "--data", "http://", code=2)
+    assert "must look like http://host:port" in said(result.stderr)

@@ -838,3 +838,39 @@ async def test_the_writing_extractor_adds_the_rules_candidates() -> None:
     contents = [c.content for c in found]
     assert contents[0] == "The user's team ships on Fridays"
     assert any("vegetarian" in c for c in contents[1:]), contents
+
+
+PLACES = [
+    ("I live in Lisbon", "Lisbon"),
+    ("I moved from Berlin to Lisbon", "Lisbon"),
+    ("我住在杭州", "杭州"),
+    ("I live in the Netherlands.", "the Netherlands"),
+    ("I'm based in São Paulo, mostly remote.", "São Paulo"),
+    ("I live in Évora with my partner.", "Évora"),
+    ("我现在住在上海浦东", "上海浦东"),
+]
+NOT_PLACES = [
+    "My wifi password is hunter2, I live in a flat with two cats",
+    "I live in a flat with two cats.",
+    "I live in a small apartment near the station.",
+    "I live in the city centre.",
+    "I live in a house with a garden.",
+    "I live in the suburbs, so I drive a lot.",
+    "I live in student housing this year.",
+    "I'm based in the office most days.",
+    "我住在一个小公寓里",
+    "我住在这里很多年了",
+]
+
+
+@pytest.mark.parametrize(("text", "place"), PLACES)
+def test_where_the_user_lives_sets_the_location_key(text, place):
+    [c] = [c for c in extract(text) if c.key == "fact.location"]
+    assert c.structured_data["value"] == place
+
+
+@pytest.mark.parametrize("text", NOT_PLACES)
+def test_a_dwelling_or_part_of_town_is_not_a_location(text):
+    # "a flat" superseding "I moved to Lisbon" hid the user's city from recall
+    found = extract(text)
+    assert found and all(c.key != "fact.location" for c in found)
