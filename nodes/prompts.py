@@ -36,8 +36,12 @@ MEMORY_CATEGORY_HEADINGS: dict[str, str] = {
 OTHER_MEMORY_HEADING = "## Other Notes"
 """Heading for memories of a category not listed above."""
 
-EPISODE_HEADING = "## Earlier Conversations (verbatim excerpts)"
-"""Heading of the recalled archived exchanges, after the memory sections."""
+EPISODE_HEADING = (
+    "## Earlier Conversations (verbatim and dated; where one disagrees with the memories above, "
+    "the memories are current)"
+)
+"""Heading of the recalled archived messages, after the memory sections: every session is
+archived, so an episode may state what a memory has since replaced."""
 
 ELIDED_MESSAGE_NOTE = (
     "[left out: a message of {chars} characters, too long for the model's context window]"
