@@ -19,9 +19,12 @@ A maintenance run looks at the user's active memories (current and not forgotten
    them (`valid_until`, `superseded_by`), and the new ones list them in `supersedes`. Without a
    compressor (no memory model) this step is skipped and the report says so;
 4. **cap** (seed 002): when more than `max_memories` (10000) stay active, the lowest-importance,
-   least recently written ones are forgotten.
+   least recently written ones are forgotten;
+5. **episode cap**: every session is archived verbatim (`engram.nodes.episodes`); when a user
+   has more than `max_episodes` (20000) archived messages, the oldest are deleted and purged
+   from the store's files (the one step that deletes: an archive beyond the cap is not kept).
 
-Nothing is deleted: forgetting is the soft delete, restorable. Each change is recorded in the
+Memories are never deleted: forgetting is the soft delete, restorable. Each change is recorded in the
 user's maintenance journal `("memory_maintenance", U)` (key: the memory id): the importance
 before it was lowered, why a memory was forgotten, what it was compressed into. `restore`
 (`engram.stores.memory.manage.restore`) reads it to undo the change. Forgetting and lowering keep a
@@ -76,9 +79,14 @@ from engram.stores.memory.types import (
     parse_time,
     utc_now,
 )
-from engram.stores.memory.users import items_steps, memories_steps
+from engram.stores.memory.users import apurge_store, items_steps, memories_steps, purge_store
 from engram.stores.memory.write.policy import MAX_SOURCE_IDS
-from engram.stores.namespaces import hash_namespace, journal_namespace, memory_namespace
+from engram.stores.namespaces import (
+    episode_namespace,
+    hash_namespace,
+    journal_namespace,
+    memory_namespace,
+)
 from engram.stores.steps import Steps, arun_steps, run_steps
 
 # -- the formula --------------------------------------------------------------------------------
@@ -395,14 +403,33 @@ def finish_steps(run: MaintenanceRun) -> Steps[MaintenanceReport]:
     """Apply the cap, then write the run's changes (nothing in a dry run), except those of
     memories written since the run loaded them (`MaintenanceRun.skip_stale`)."""
     run.cap()
-    if run.report.dry_run:
-        return run.report
-    if ids := run.changed_since_loading():
-        items = yield [GetOp(run.namespace, i) for i in ids]
-        run.skip_stale({i: Memory.from_item(it) if it else None for i, it in zip(ids, items)})
-    if ops := run.ops():
-        yield ops
+    if not run.report.dry_run:
+        if ids := run.changed_since_loading():
+            items = yield [GetOp(run.namespace, i) for i in ids]
+            run.skip_stale({i: Memory.from_item(it) if it else None for i, it in zip(ids, items)})
+        if ops := run.ops():
+            yield ops
+    run.report.episodes_deleted = yield from episode_cap_steps(
+        run.user_id, run.settings.max_episodes, dry_run=run.report.dry_run
+    )
     return run.report
+
+
+def episode_cap_steps(user_id: str, limit: int | None, *, dry_run: bool) -> Steps[list[str]]:
+    """Delete the user's oldest episodes above `limit` (not in a dry run); their keys, oldest
+    first."""
+    if limit is None:
+        return []
+    items = yield from items_steps(episode_namespace(user_id))
+    if len(items) <= limit:
+        return []
+    oldest = sorted(
+        items, key=lambda i: (str(i.value.get("created_at") or i.created_at.isoformat()), i.key)
+    )
+    drop = [i.key for i in oldest[: len(items) - limit]]
+    if not dry_run:
+        yield [PutOp(episode_namespace(user_id), key, None) for key in drop]
+    return drop
 
 
 async def amaintain(
@@ -429,7 +456,10 @@ async def amaintain(
     for category, group in compression_groups(run, compressor):
         with _recording_failure(run, category, group):
             run.compress(category, group, await compressor.acompress(category, group))  # type: ignore[union-attr]
-    return await arun_steps(store, finish_steps(run))
+    report = await arun_steps(store, finish_steps(run))
+    if report.episodes_deleted and not dry_run:
+        await apurge_store(store)
+    return report
 
 
 def maintain(
@@ -446,7 +476,10 @@ def maintain(
     for category, group in compression_groups(run, compressor):
         with _recording_failure(run, category, group):
             run.compress(category, group, compressor.compress(category, group))  # type: ignore[union-attr]
-    return run_steps(store, finish_steps(run))
+    report = run_steps(store, finish_steps(run))
+    if report.episodes_deleted and not dry_run:
+        purge_store(store)
+    return report
 
 
 def _start(

@@ -33,6 +33,9 @@ class MaintenanceSettings:
     """What a lowered importance is multiplied by (once; the journal keeps the old value)."""
     max_memories: int | None = 10_000
     """Active memories kept per user at most (seed 002); None: no cap."""
+    max_episodes: int | None = 20_000
+    """Archived messages (episodes) kept per user at most: above it the oldest are deleted
+    for good, and purged from the store's files; None: no cap."""
     ttl_days: Mapping[str, float] = field(default_factory=dict)
     """Days a category's memories stay active without being written or confirmed, e.g.
     `{"goal": 180}`; categories not listed never expire."""
@@ -55,6 +58,8 @@ class MaintenanceSettings:
             raise ValueError(f"lower_factor must be between 0 and 1, got {self.lower_factor}")
         if self.max_memories is not None and self.max_memories < 0:
             raise ValueError(f"max_memories must be >= 0 or None, got {self.max_memories}")
+        if self.max_episodes is not None and self.max_episodes < 0:
+            raise ValueError(f"max_episodes must be >= 0 or None, got {self.max_episodes}")
         for category, days in self.ttl_days.items():
             if category not in CATEGORIES:
                 raise ValueError(
@@ -140,6 +145,8 @@ class MaintenanceReport:
     skipped: list[str] = field(default_factory=list)
     """Memories written by someone else while the run decided (a merge, a recall, a new value):
     left as that write made them, and in none of the lists above; the next run sees them again."""
+    episodes_deleted: list[str] = field(default_factory=list)
+    """Keys of the oldest episodes deleted because the user had more than `max_episodes`."""
 
     @property
     def changed(self) -> int:

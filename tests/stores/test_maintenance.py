@@ -429,3 +429,26 @@ def test_memories_written_while_the_run_waits_for_the_model_keep_those_writes(st
     assert [x.memory_id for x in report.lowered] == [lesson.id]
     assert after[lesson.id].importance == pytest.approx(0.4)
     assert report.changed == 1
+
+
+def test_the_episode_cap_deletes_the_oldest_archived_messages_for_good(store, run):
+    """Every session is archived: above `max_episodes` the oldest episodes go, and (on Chroma)
+    their text is purged from the store's files; a dry run only reports them."""
+    from langgraph.store.base import PutOp
+
+    namespace = LongTermMemory.episode_namespace(USER)
+    for n in range(5):
+        value = {"content": f"user: session {n} note", "created_at": f"2026-05-0{n + 1}T00:00:00+00:00"}
+        store.batch([PutOp(namespace, f"e{n}", value, index=["content"])])
+    other = LongTermMemory.episode_namespace("bob")
+    store.batch([PutOp(other, "b0", {"content": "user: bob's", "created_at": "2026-01-01"})])
+
+    dry = run(settings=MaintenanceSettings(max_episodes=3), dry_run=True)
+    assert dry.episodes_deleted == ["e0", "e1"]
+    assert len(store.search(namespace, limit=10)) == 5
+
+    report = run(settings=MaintenanceSettings(max_episodes=3))
+    assert report.episodes_deleted == ["e0", "e1"]
+    assert sorted(i.key for i in store.search(namespace, limit=10)) == ["e2", "e3", "e4"]
+    assert [i.key for i in store.search(other)] == ["b0"]  # another user's are not counted
+    assert run(settings=MaintenanceSettings(max_episodes=None)).episodes_deleted == []

@@ -39,6 +39,13 @@ def maintain(
     max_memories: Annotated[
         int, typer.Option(metavar="N", min=0, help="Active memories kept per user; 0: no cap.")
     ] = 10_000,
+    max_episodes: Annotated[
+        int,
+        typer.Option(
+            metavar="N", min=0,
+            help="Archived messages kept per user; the oldest above it are deleted. 0: no cap.",
+        ),
+    ] = 20_000,
     ttl: Annotated[
         list[str] | None,
         typer.Option(
@@ -72,7 +79,11 @@ def maintain(
     if all_users and user:
         raise CliError("give --user or --all-users, not both", code=2)
     try:
-        settings = MaintenanceSettings(max_memories=max_memories or None, ttl_days=_ttls(ttl or []))
+        settings = MaintenanceSettings(
+            max_memories=max_memories or None,
+            max_episodes=max_episodes or None,
+            ttl_days=_ttls(ttl or []),
+        )
     except ValueError as exc:
         raise CliError(str(exc), code=2) from exc
     with open_backend(data) as backend:

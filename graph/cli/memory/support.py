@@ -473,6 +473,7 @@ def maintenance_table(report: MaintenanceReport) -> Table:
         ("compressed (new)", [i for c in report.compressed for i in c.created]),
         ("capped", report.capped),
         ("skipped (written meanwhile)", report.skipped),
+        ("archived messages deleted (oldest above the cap)", report.episodes_deleted),
     ]
     for action, ids in rows:
         table.add_row(action, str(len(ids)), " ".join(i[:SHORT_ID] for i in ids))

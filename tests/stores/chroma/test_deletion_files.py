@@ -110,3 +110,28 @@ def test_purging_against_a_chroma_server_scrubs_what_is_local(chroma_server, tmp
     assert files_holding(tmp_path, "krzanowski")
     assert [i.key for i in store.search(("memories", "alice"), query="violin")] == ["m2"]
     store.close()
+
+
+def test_episodes_dropped_by_the_cap_leave_their_text_in_no_file(data):
+    """`maintain --max-episodes` deletes the oldest archived messages for good: purged."""
+    from langgraph.store.base import PutOp
+
+    from engram.stores.chroma.store import make_store
+    from engram.stores.memory.long_term import LongTermMemory
+
+    cli("add", "--user", "alice", "Alice keeps bees")  # a known user
+    store = make_store()
+    namespace = LongTermMemory.episode_namespace("alice")
+    store.batch([
+        PutOp(namespace, "old", {"content": "user: my old locker code word is Quaffleberry",
+                                 "created_at": "2026-01-01T00:00:00+00:00"}, index=["content"]),
+        PutOp(namespace, "new", {"content": "user: the hive is by the shed",
+                                 "created_at": "2026-02-01T00:00:00+00:00"}, index=["content"]),
+    ])
+    store.close()
+    assert files_holding(data, "Quaffleberry")
+
+    report = cli("maintain", "--user", "alice", "--max-episodes", "1", "--json")
+    assert report["episodes_deleted"] == ["old"]
+    assert files_holding(data, "Quaffleberry") == []
+    assert files_holding(data, "hive is by the shed")
