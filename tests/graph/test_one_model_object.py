@@ -29,7 +29,7 @@ from engram.graph import Context, compile_graph
 class _Completions(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: clients reuse pooled connections, as with real servers
 
-    def do_POST(self) -> None:  # noqa: N802  (the http.server API)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         body = json.dumps({
             "id": "1", "object": "chat.completion", "created": 0, "model": "fake",
