@@ -15,7 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+DEPLOYMENT = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
 
 
 def test_the_chroma_server_image_is_the_installed_client_version():
@@ -25,16 +25,16 @@ def test_the_chroma_server_image_is_the_installed_client_version():
     )
 
 
-def test_the_readme_urls_reach_the_compose_services():
+def test_the_documented_urls_reach_the_compose_services():
     postgres = COMPOSE["services"]["postgres"]
     env = postgres["environment"]
-    url = re.search(r"ENGRAM_POSTGRES_URL=postgresql://(\w+):\S*@[\w.-]+:(\d+)/(\w+)", README)
-    assert url is not None, "README must show ENGRAM_POSTGRES_URL for the services host"
+    url = re.search(r"ENGRAM_POSTGRES_URL=postgresql://(\w+):\S*@[\w.-]+:(\d+)/(\w+)", DEPLOYMENT)
+    assert url is not None, "docs/deployment.md must show ENGRAM_POSTGRES_URL for the services host"
     user, port, database = url.groups()
     assert (user, database) == (env["POSTGRES_USER"], env["POSTGRES_DB"])
     assert f"{port}:5432" in postgres["ports"]
-    chroma_port = re.search(r"ENGRAM_CHROMA_URL=http://[\w.-]+:(\d+)", README)
-    assert chroma_port is not None, "README must show ENGRAM_CHROMA_URL for the services host"
+    chroma_port = re.search(r"ENGRAM_CHROMA_URL=http://[\w.-]+:(\d+)", DEPLOYMENT)
+    assert chroma_port is not None, "docs/deployment.md must show ENGRAM_CHROMA_URL for the services host"
     assert f"{chroma_port.group(1)}:8000" in COMPOSE["services"]["chroma"]["ports"]
 
 
