@@ -16,7 +16,7 @@ nothing in a memory can close its tag or open another, so a recalled text cannot
 prompt's structure. The prompts hold no example memory a small model could copy, and a merged
 text that copies the instructions instead of the memories is refused (`MergeDecisionError`).
 
-Small models (12 hand-made pairs, README "Users, merges and deleting"): asked "replace, merge or
+Small models (12 hand-made pairs, docs/cli.md "Users, merges and deleting"): asked "replace, merge or
 keep_both?", Qwen2.5-Coder-0.5B answered `replace` for every pair, superseding memories about
 different things; with `update` listed first, the 1.5B answered `update` for every pair. Asked
 for the relation with the safe answer first, the 1.5B gets 9 of 12 right and the 0.5B answers

@@ -22,7 +22,7 @@ Deleting a record from Chroma (1.5, `PersistentClient`) leaves its text in three
 
 The BM25 index (`engram.stores.lexical.index.LexicalIndex.scrub`) and a SQLite checkpointer
 (`engram.stores.memory.users.adelete_user`) are scrubbed by their owners. A Chroma server keeps
-its files to itself: there the deletes are all a client can do (README "Deleting").
+its files to itself: there the deletes are all a client can do (docs/privacy.md).
 """
 
 from __future__ import annotations

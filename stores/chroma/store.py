@@ -301,7 +301,7 @@ class ChromaStore(BaseStore):
         """Make what was deleted from this store unrecoverable from its files: Chroma's log rows
         and free pages, the unused room of its vector index files, the BM25 index's merged
         segments and write-ahead log (`engram.stores.chroma.purge`). On a Chroma server only the
-        local BM25 index is scrubbed: the server's files are its operator's (README).
+        local BM25 index is scrubbed: the server's files are its operator's (docs/privacy.md).
 
         It holds the data folder like any write (`process_lock`), so no other process writes
         vectors while their files are scrubbed, and the others reload afterwards.

@@ -280,7 +280,7 @@ def _delete_report(
 def _secure_checkpointer(checkpointer: BaseCheckpointSaver, *, done: bool) -> None:
     """Before deleting from a SQLite checkpointer, make its deletes overwrite the data; after,
     empty its write-ahead log, which still holds earlier versions of the pages. Other
-    checkpointers are left as they are (README "Deleting")."""
+    checkpointers are left as they are (docs/privacy.md)."""
     conn = getattr(checkpointer, "conn", None)
     if not isinstance(conn, sqlite3.Connection):
         return
