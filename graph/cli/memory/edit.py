@@ -182,7 +182,7 @@ def restore(
             out.print(f"  also restored [cyan]{other}[/cyan]")
     else:
         out.print(result.reason, markup=False, highlight=False)
-    if not result.changed and not result.memory.current:
+    if not result.changed:  # nothing done: the exit code says so, as for every command
         raise typer.Exit(1)
 
 

@@ -57,7 +57,7 @@ How to edit (then run `engram memory import FILE --user {user}`; it shows the ch
 - change a bullet's text to change that memory (the old text is kept as history);
 - move a bullet under another category heading to change its category;
 - delete a bullet, or move it under "# Forgotten", to forget that memory (restorable with
-  `engram memory restore ID`); only `engram memory delete` deletes for good;
+  `engram memory restore ID --user {user}`); only `engram memory delete` deletes for good;
 - move a bullet out of "# Forgotten" to restore it;
 - add a bullet without an id comment to add a memory.
 Keep the id comments at the end of the bullets: they link bullets to memories.

@@ -195,7 +195,7 @@ def test_forget_restore_delete(data):
     assert cli("list", "-u", "alice", "--json", "--forgotten")[0]["forgotten"] is True
     restored = cli("restore", memory["id"], "-u", "alice", "--json")
     assert restored["actions"] and not restored["memory"]["forgotten"]
-    assert "nothing to restore" in cli("restore", memory["id"], "-u", "alice").stdout
+    assert "nothing to restore" in cli("restore", memory["id"], "-u", "alice", code=1).stdout
 
     aborted = cli("delete", memory["id"], "-u", "alice", input="n\n", code=1)
     assert "Aborted" in aborted.stdout + aborted.stderr
