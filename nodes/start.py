@@ -355,17 +355,14 @@ def render_memory_block(
         >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
         >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
         >>> block.splitlines()[5:9]
-        ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers (since 1 Jan 2026)']
+        ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']
     """
     if not memories and not episodes:
         return ""
     grouped: dict[str, list[str]] = {}
     for scored in memories:
-        memory = scored.memory
-        heading = MEMORY_CATEGORY_HEADINGS.get(memory.category, OTHER_MEMORY_HEADING)
-        grouped.setdefault(heading, []).append(
-            f"- {_one_line(memory.content)}{_since(memory.valid_from)}"
-        )
+        heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
+        grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
     for episode in episodes:
         raw = episode_text(episode.value)
         text = _one_line(raw[: EPISODE_CHARS * 4])  # escape only a generous start of a long one
@@ -385,16 +382,6 @@ def episode_text(value: dict[str, Any]) -> str:
     if value.get("role") in ("assistant", "tool") and context:
         return f"{context.splitlines()[-1]} → {content}"
     return content
-
-
-def _since(valid_from: str) -> str:
-    """" (since 3 Nov 2026)": when a memory became current, so the model can weigh it against a
-    dated excerpt of an earlier conversation; "" for a date that does not parse."""
-    try:
-        when = datetime.fromisoformat(valid_from)
-    except (TypeError, ValueError):
-        return ""
-    return f" (since {when.day} {when:%b %Y})"
 
 
 def _one_line(text: str) -> str:
