@@ -192,3 +192,26 @@ def test_the_local_model_writing_memories_is_robust(served) -> None:
     stored = [m.content.lower() for m in LongTermMemory(graph.store).list("gia")]
     assert any("vegetarian" in c for c in stored), stored  # the rules' candidate, at least
     _check_recall(graph.invoke({"messages": [HumanMessage(PROBE)]}, _config(), context=ctx))
+
+
+def test_sync_stream_and_batch_with_one_model_object(served) -> None:
+    """`stream` (tokens of the answer, none of the memory model's) and `batch` (threads at once
+    on LangGraph's executor threads), the same object in both roles."""
+    graph = compile_graph(served, memory_model=served)
+    ctx = _ctx("hal", "inline")
+    chunks = [
+        chunk for chunk, meta in graph.stream(
+            {"messages": [HumanMessage(TURNS[0])]}, _config(), context=ctx, stream_mode="messages"
+        )
+        if meta["langgraph_node"] == "respond"
+    ]
+    assert chunks and "".join(c.text for c in chunks).strip()
+
+    configs = [_config() for _ in TURNS]
+    outs = graph.batch([{"messages": [HumanMessage(t)]} for t in TURNS], configs, context=ctx)
+    finals = [graph.invoke({"messages": [], "end_session": True}, c, context=ctx) for c in configs]
+    for out, final in zip(outs, finals, strict=True):
+        assert out["messages"][-1].text.strip()
+        failures = [*out.get("failures", []), *final.get("failures", [])]
+        assert not [f for f in failures if f["stage"] in ("summarize", "extract")], failures
+        assert final["consolidation"]["mode"] == "llm"
