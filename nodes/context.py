@@ -63,16 +63,23 @@ class Context:
     recall_k: int = 5
     """How many long-term memories are recalled per turn at most."""
 
-    recall_episodes: int = 2
-    """How many archived messages (messages compaction evicted, from any thread of this user)
-    are recalled per turn at most, next to the memories, so details a summary dropped come back
-    when asked about; 0 disables. They are found like memories (words and meaning, fused)."""
+    recall_episodes: int = 5
+    """How many archived messages (every message of this user's ended sessions and of what
+    compaction evicted, from any thread) are recalled per turn at most, next to the memories,
+    so what no memory holds comes back when asked about; 0 disables. They are found like
+    memories (words and meaning, fused)."""
 
-    episode_min_similarity: float = 0.4
+    episode_min_similarity: float = 0.15
     """An archived message is recalled only when its embedding is at least this similar to the
-    recall query's.
-    The scale depends on the embedder: 0.4 suits all-MiniLM-L6-v2 (unrelated texts score
-    below 0.25, a question about a stored detail above 0.6)."""
+    recall query's. The scale depends on the embedder: with all-MiniLM-L6-v2, unrelated texts
+    score below 0.1, and the message a question needs often only 0.2 to 0.4 when the question
+    does not name it ("plan dinners for next week" for the message about a peanut allergy)."""
+
+    episode_min_relevance: float = 0.2
+    """An archived message is recalled only when its relevance is at least this: on a store
+    with hybrid search, the mean of its two channels' scores, each rescaled over its candidates
+    so that the best scores 1 (a message near the bottom of both channels stays out); on
+    others, its similarity."""
 
     recall_timeout_ms: int = 500
     """Recall (memories and episodes) that takes longer is abandoned; the turn goes on without.
@@ -131,15 +138,18 @@ def _integer(minimum: int, meaning: str = "", *, optional: str = "") -> Callable
     return check
 
 
-def _similarity(value: Any) -> str | None:
-    if (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and -1.0 <= value <= 1.0
-    ):
-        return None
-    return "a number from -1 to 1 (a cosine similarity; 0.4 suits all-MiniLM-L6-v2)"
+def _number(low: float, high: float, meaning: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and low <= value <= high
+        ):
+            return None
+        return f"a number from {low:g} to {high:g} ({meaning})"
+
+    return check
 
 
 def _flag(value: Any) -> str | None:
@@ -168,7 +178,8 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "consolidate_every_turns": _integer(1),
     "recall_k": _integer(0, "0 turns it off"),
     "recall_episodes": _integer(0, "0 turns it off"),
-    "episode_min_similarity": _similarity,
+    "episode_min_similarity": _number(-1, 1, "a cosine similarity"),
+    "episode_min_relevance": _number(0, 1, "a fused relevance; the best candidate scores 1"),
     "recall_timeout_ms": _integer(1, "milliseconds"),
     "incognito": _flag,
     "system_prompt": _text,

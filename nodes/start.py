@@ -9,9 +9,11 @@ memories 15%, history 50%, reserved for the reply 20%). The build, in order:
    newest message alone still does not fit it is a `ContextOverflowError` (the message stays
    in the thread, and the next turn elides it);
 2. the system prompt (it may exceed its share; the excess comes out of the memories' share);
-3. long-term memories recalled with the current message and the 3 before it (seed 003), best
-   first, then archived exchanges (episodes) similar enough to that query, rendered in one
-   delimited block grouped by category and marked as data;
+3. long-term memories recalled with the current message and the 3 before it (seed 003), and
+   archived messages (episodes) similar enough to that query, as one ranked list (the best of
+   each, then the second of each...) taken while the memory share lasts, rendered in one
+   delimited block: memories grouped by category, then the quoted past messages, all marked
+   as data;
 4. the running summary;
 5. history, newest first, until the history share is spent; an AI message with tool calls and
    its tool results go in together or not at all.
@@ -27,10 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -39,14 +41,8 @@ from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
-from engram.nodes.prompts import (
-    ELIDED_MESSAGE_NOTE,
-    EPISODE_HEADING,
-    MEMORY_BLOCK_TEMPLATE,
-    MEMORY_CATEGORY_HEADINGS,
-    OTHER_MEMORY_HEADING,
-    SUMMARY_BLOCK_TEMPLATE,
-)
+from engram.nodes.prompts import ELIDED_MESSAGE_NOTE, SUMMARY_BLOCK_TEMPLATE
+from engram.nodes.recalled import new_episodes, render_memory_block
 from engram.nodes.text.escape import escape_recalled
 from engram.nodes.text.tokens import (
     MESSAGE_OVERHEAD,
@@ -76,9 +72,6 @@ RECALL_CONTEXT_MESSAGES = 3
 
 RECALL_QUERY_CHARS = 500
 """Each message contributes at most this many characters to the recall query."""
-
-EPISODE_CHARS = 400
-"""A recalled episode shows at most this many characters."""
 
 _JOIN_TOKENS = 2
 """Tokens counted for each blank line joining the parts of the system message."""
@@ -339,54 +332,6 @@ def compose_system_message(system_prompt: str, memory_block: str, summary: str) 
     return SystemMessage("\n\n".join(p for p in parts if p))
 
 
-def render_memory_block(
-    memories: Sequence[ScoredMemory],
-    episodes: Sequence[SearchItem] = (),
-    *,
-    template: str = MEMORY_BLOCK_TEMPLATE,
-) -> str:
-    """One delimited block, a section per category (seed 004's "# USER MEMORY" layout), then
-    the recalled episodes.
-
-    Example:
-        >>> from engram.stores.memory.types import Memory
-        >>> now = "2026-01-01T00:00:00+00:00"
-        >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
-        >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
-        >>> block.splitlines()[5:9]
-        ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']
-    """
-    if not memories and not episodes:
-        return ""
-    grouped: dict[str, list[str]] = {}
-    for scored in memories:
-        heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
-        grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
-    for episode in episodes:
-        raw = episode_text(episode.value)
-        text = _one_line(raw[: EPISODE_CHARS * 4])  # escape only a generous start of a long one
-        long = len(text) > EPISODE_CHARS or len(raw) > EPISODE_CHARS * 4
-        cut = text[: EPISODE_CHARS - 1] + "…" if long else text
-        grouped.setdefault(EPISODE_HEADING, []).append(f"- {cut}")
-    order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
-    sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
-    return template.format(sections="\n\n".join(sections))
-
-
-def episode_text(value: dict[str, Any]) -> str:
-    """How a recalled archived message reads in the memory block: a reply comes after the
-    message it answered (the last line of its context)."""
-    content = str(value.get("content", ""))
-    context = str(value.get("context") or "")
-    if value.get("role") in ("assistant", "tool") and context:
-        return f"{context.splitlines()[-1]} → {content}"
-    return content
-
-
-def _one_line(text: str) -> str:
-    return " ".join(escape_recalled(text).split())
-
-
 def elide(message: BaseMessage) -> BaseMessage:
     """The message as the model sees it when it cannot fit: a short note instead of its text
     (role, id, tool call ids and tool calls kept, so the conversation stays well formed)."""
@@ -426,7 +371,8 @@ async def recall(
     store: BaseStore, ctx: Context, query: str
 ) -> tuple[list[ScoredMemory], list[SearchItem]]:
     """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
-    `ctx.recall_episodes` archived exchanges at least `ctx.episode_min_similarity` similar.
+    `ctx.recall_episodes` archived messages at least `ctx.episode_min_similarity` similar and
+    `ctx.episode_min_relevance` relevant.
 
     One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`. The first
     recall from a store in this process has `FIRST_RECALL_TIMEOUT_S` instead: it loads what
@@ -447,6 +393,7 @@ async def recall(
                 episodes = await ltm.asearch_episodes(
                     ctx.user_id, query, k=ctx.recall_episodes,
                     min_similarity=ctx.episode_min_similarity,
+                    min_relevance=ctx.episode_min_relevance,
                 )
     except TimeoutError:
         raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms") from None
@@ -461,57 +408,19 @@ _RECALLED_FROM: weakref.WeakSet[BaseStore] = weakref.WeakSet()
 """Stores this process has recalled from: their start-up is behind them."""
 
 
-def new_episodes(
-    episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory], thread: Sequence[BaseMessage]
-) -> list[SearchItem]:
-    """The episodes that add something: not a message of this thread (it is in the history or
-    the summary already), and not a message a recalled memory already holds word for word.
-
-    Example:
-        >>> from datetime import datetime
-        >>> from langchain_core.messages import HumanMessage
-        >>> def episode(text, ids):
-        ...     now = datetime(2026, 1, 1)
-        ...     return SearchItem(("episodes", "u"), ids[0], {"content": text, "message_ids": ids},
-        ...                       now, now)
-        >>> found = [episode("[1 May 2026] user: I'm vegan", ["m1"]),
-        ...          episode("[2 May 2026] user: my cat is Miso", ["m2"])]
-        >>> [e.key for e in new_episodes(found, [], [HumanMessage("hi", id="m2")])]
-        ['m1']
-    """
-    present = {m.id for m in thread if m.id}
-    held = [_words(m.memory.content) for m in memories]
-    return [
-        e
-        for e in episodes
-        if not present.intersection(e.value.get("message_ids", ()))
-        and not any(_said(e) in memory for memory in held)
-    ]
-
-
-def _said(episode: SearchItem) -> str:
-    """What an episode's message says, without its date and speaker."""
-    return _words(_EPISODE_PREFIX.sub("", str(episode.value.get("content", "")), count=1))
-
-
-def _words(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-_EPISODE_PREFIX = re.compile(r"^(?:\[[^\]]*\] )?[^:\n]{1,60}: ")
-
-
 def _fit_memories(
     memories: Sequence[ScoredMemory],
     episodes: Sequence[SearchItem],
     limit: int,
     counter: TokenCounter,
 ) -> tuple[list[ScoredMemory], list[SearchItem], str, int]:
-    """Memories best first, then episodes, each only if the block still fits."""
+    """What of the recall fits in `limit` tokens: one ranked list, the best memory, the best
+    episode, the second memory, the second episode..., each taken only if the block still fits
+    (so a tight budget keeps the best of both kinds, not five memories and no episode)."""
     used: list[ScoredMemory] = []
     used_episodes: list[SearchItem] = []
     block, tokens = "", 0
-    for entry in [*memories, *episodes]:
+    for entry in _interleaved(memories, episodes):
         if isinstance(entry, SearchItem):
             trial_memories, trial_episodes = used, [*used_episodes, entry]
         else:
@@ -521,6 +430,14 @@ def _fit_memories(
         if cost <= limit:
             used, used_episodes, block, tokens = trial_memories, trial_episodes, candidate, cost
     return used, used_episodes, block, tokens
+
+
+def _interleaved(
+    memories: Sequence[ScoredMemory], episodes: Sequence[SearchItem]
+) -> list[ScoredMemory | SearchItem]:
+    """The two ranked lists as one: their first items, then their second items, and so on."""
+    pairs = zip_longest(memories, episodes)
+    return [entry for pair in pairs for entry in pair if entry is not None]
 
 
 def _elide_to_fit(

@@ -101,10 +101,16 @@ class Ratio:
 
 @dataclass(frozen=True)
 class TokenTrace:
-    """One dialog's prompt sizes per user turn (index 0 = turn 1): engram's and the baseline's."""
+    """One dialog's prompt sizes per user turn (index 0 = turn 1): engram's and two baselines'.
+
+    `full_context` resends the whole conversation so far (every earlier session that was not
+    incognito, then this thread: what an app without memory sends to know the same); `thread`
+    resends this thread only (an app that forgets every earlier session).
+    """
 
     engram: Sequence[int]
     full_context: Sequence[int]
+    thread: Sequence[int] = ()
 
 
 def normalize(text: str) -> str:
@@ -319,14 +325,16 @@ def token_ratio_at(traces: Iterable[TokenTrace], turn: int = 150) -> float | Non
     return sum(ratios) / len(ratios) if ratios else None
 
 
-def prompt_tokens_per_turn(traces: Iterable[TokenTrace]) -> tuple[float, float] | None:
-    """(engram, full-context) prompt tokens per user turn, averaged over every turn of every
-    dialog; None when there are no turns."""
+def prompt_tokens_per_turn(traces: Iterable[TokenTrace]) -> tuple[float, float, float] | None:
+    """(engram, full-context, thread-only) prompt tokens per user turn, averaged over every turn
+    of every dialog; None when there are no turns."""
+    traces = list(traces)
     engram = [n for t in traces for n in t.engram]
     baseline = [n for t in traces for n in t.full_context]
+    thread = [n for t in traces for n in t.thread] or baseline
     if not engram or not baseline:
         return None
-    return sum(engram) / len(engram), sum(baseline) / len(baseline)
+    return sum(engram) / len(engram), sum(baseline) / len(baseline), sum(thread) / len(thread)
 
 
 def percentile(values: Sequence[float], p: float) -> float:

@@ -44,6 +44,7 @@ from engram.evals.instrument import RunRecorder
 from engram.evals.sandbox import sandbox
 from engram.evals.scripted import ScriptedChatModel
 from engram.graph import Context
+from engram.nodes.recalled import new_episodes, shown_episode
 from engram.nodes.start import recall, recall_query
 from engram.nodes.text.tokens import REPLY_PRIMING, counter_for_model
 from engram.nodes.text.transcript import TIMESTAMP_KEY
@@ -201,6 +202,8 @@ async def arun_dialog(
     run = DialogRun(dialog)
     engram_tokens: list[int] = []
     baseline: list[int] = []
+    thread_baseline: list[int] = []
+    earlier = 0  # tokens of the earlier sessions' messages (not incognito ones)
     sessions_by_thread: dict[str, str] = {}
     async with sandbox(
         model, embeddings=settings.embeddings, memory_model=settings.memory_model
@@ -235,7 +238,10 @@ async def arun_dialog(
                     on_turn()
             state = await _invoke(box.graph, {"end_session": True}, config, ctx, thread, None)
             run.failures.extend(state.get("failures", []))
-            baseline.extend(_full_context(session, ctx, settings.model_name))
+            thread_prompts, session_tokens = _full_context(session, ctx, settings.model_name)
+            thread_baseline.extend(thread_prompts)
+            baseline.extend(n + (0 if session.incognito else earlier) for n in thread_prompts)
+            earlier += 0 if session.incognito else session_tokens
             run.sessions.append(
                 SessionRun(
                     session.id,
@@ -252,7 +258,7 @@ async def arun_dialog(
             f"dialog {dialog.id}: the graph asked for {model.calls} replies but the dialog has "
             f"{len(replies)} assistant turns"
         )
-    run.trace = TokenTrace(engram_tokens, baseline)
+    run.trace = TokenTrace(engram_tokens, baseline, thread_baseline)
     run.latencies = recorder.samples
     run.model_calls = recorder.model_calls
     run.model_tokens = recorder.model_tokens
@@ -277,13 +283,16 @@ async def _invoke(
         raise DialogRunError(f"{thread}, {where}: {type(exc).__name__}: {exc}") from exc
 
 
-def _full_context(session: Session, ctx: Context, model_name: str | None) -> list[int]:
-    """The baseline prompt per user turn of a session: system prompt plus the whole thread."""
+def _full_context(
+    session: Session, ctx: Context, model_name: str | None
+) -> tuple[list[int], int]:
+    """The thread-only baseline prompt per user turn of a session (system prompt plus the whole
+    thread so far), and the tokens of all the session's messages."""
     counter = counter_for_model(model_name)
     kinds = {"user": HumanMessage, "assistant": AIMessage}
     tokens = [counter.count_message(kinds[turn.role](turn.content)) for turn in session.turns]
     system = counter.count_message(SystemMessage(ctx.system_prompt)) + REPLY_PRIMING
-    return full_context_tokens(tokens, system)
+    return full_context_tokens(tokens, system), sum(tokens)
 
 
 async def _snapshot(store: BaseStore, sessions_by_thread: dict[str, str]) -> list[StoredMemory]:
@@ -297,13 +306,15 @@ async def _snapshot(store: BaseStore, sessions_by_thread: dict[str, str]) -> lis
 
 
 async def _probe(store: BaseStore, probe_id: str, query: str) -> ProbeRun:
-    """The probe's query as the first message of a new thread, through `start`'s recall."""
+    """The probe's query as the first message of a new thread, through `start`'s recall: the
+    memories, and the episodes as the memory block shows them (cut, escaped)."""
     ctx = Context(user_id=USER_ID, recall_timeout_ms=PROBE_TIMEOUT_MS)
     memories, episodes = await recall(store, ctx, recall_query([HumanMessage(query)], 0))
+    episodes = new_episodes(episodes, memories, [])  # as `start` shows them
     return ProbeRun(
         probe_id,
         [scored.memory.content for scored in memories],
-        [str(item.value.get("content", "")) for item in episodes],
+        [shown_episode(item.value) for item in episodes],
     )
 
 

@@ -145,6 +145,7 @@ def suite_metrics(runs: Sequence[DialogRun]) -> dict[str, Any]:
     per_turn = m.prompt_tokens_per_turn(traces)
     out["prompt_tokens_per_turn"] = _rounded(per_turn[0] if per_turn else None, 1)
     out["full_context_tokens_per_turn"] = _rounded(per_turn[1] if per_turn else None, 1)
+    out["thread_tokens_per_turn"] = _rounded(per_turn[2] if per_turn else None, 1)
     samples = [sample for run in runs for sample in run.latencies]
     failures = [f for run in runs for f in run.failures]
     out["memory_model_fallbacks"] = sum(f["stage"] in MODEL_STAGES for f in failures)

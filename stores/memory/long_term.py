@@ -205,19 +205,35 @@ class LongTermMemory:
         )
 
     async def asearch_episodes(
-        self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
+        self,
+        user_id: str,
+        query: str,
+        k: int = 2,
+        *,
+        min_similarity: float = 0.0,
+        min_relevance: float = 0.0,
     ) -> list[SearchItem]:
         """Recall archived messages: the `k` best matches of `query` that are at least
-        `min_similarity` similar to it, best first; their `score` is the fused relevance."""
+        `min_similarity` similar to it and at least `min_relevance` relevant, best first; their
+        `score` is the relevance (on a hybrid store the fused score of both channels, each
+        rescaled so that its best candidate scores 1; else the similarity)."""
         return await arun_steps(
-            self.store, self._search_episodes(user_id, query, k, min_similarity)
+            self.store, self._search_episodes(user_id, query, k, min_similarity, min_relevance)
         )
 
     def search_episodes(
-        self, user_id: str, query: str, k: int = 2, *, min_similarity: float = 0.0
+        self,
+        user_id: str,
+        query: str,
+        k: int = 2,
+        *,
+        min_similarity: float = 0.0,
+        min_relevance: float = 0.0,
     ) -> list[SearchItem]:
         """Sync `asearch_episodes`."""
-        return run_steps(self.store, self._search_episodes(user_id, query, k, min_similarity))
+        return run_steps(
+            self.store, self._search_episodes(user_id, query, k, min_similarity, min_relevance)
+        )
 
     async def atouch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
         """Count a recall of these memories (`access_count`, `last_accessed`), for recalls made
@@ -385,13 +401,14 @@ class LongTermMemory:
         return list(touched.values())
 
     def _search_episodes(
-        self, user_id: str, query: str, k: int, min_similarity: float
+        self, user_id: str, query: str, k: int, min_similarity: float, min_relevance: float
     ) -> Steps[list[SearchItem]]:
         return episode_search_steps(
             self.episode_namespace(user_id),
             valid_unicode(query),
             k,
             min_similarity=min_similarity,
+            min_relevance=min_relevance,
             settings=self.recall,
         )
 

@@ -180,6 +180,12 @@ def test_token_traces_and_latencies_are_recorded_per_turn(runs):
         assert all(n > 0 for n in run.trace.engram)
         # the baseline grows within a session: every earlier message is resent
         assert run.trace.full_context[1] > run.trace.full_context[0]
+        # ...and across sessions: the full context resends the earlier sessions too
+        assert len(run.trace.thread) == run.user_turns
+        assert all(f >= t for f, t in zip(run.trace.full_context, run.trace.thread, strict=True))
+        if len(run.dialog.sessions) > 1 and not run.dialog.sessions[1].incognito:
+            first = len(list(run.dialog.sessions[0].exchanges()))
+            assert run.trace.full_context[first] > run.trace.thread[first]
         nodes = {node for node, _ in run.latencies}
         assert {"start", "respond", "consolidate"} <= nodes
         assert all(ms >= 0 for _, ms in run.latencies)

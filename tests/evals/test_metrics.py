@@ -266,7 +266,10 @@ def test_token_ratio_at_turn():
     assert prompt_tokens_per_turn([long_a, short]) == (
         pytest.approx(65 / 6),
         pytest.approx(170 / 6),
+        pytest.approx(170 / 6),  # no thread-only baseline given: the full context's
     )
+    two_sessions = TokenTrace(engram=[5, 6], full_context=[10, 50], thread=[10, 12])
+    assert prompt_tokens_per_turn([two_sessions]) == (5.5, 30.0, 11.0)
 
 
 def test_nearest_rank_percentile():

@@ -266,8 +266,8 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     state, _, _ = _run_turns(graph, ["What is my bike locker number?"], ctx)
     system = model.calls[-1][0].content
     block = system[system.index("<user_memory>") : system.index("</user_memory>")]
-    assert "## Earlier Conversations" in block
-    assert "] user: My bike locker number is 7391.\n" in block
+    assert "## Earlier Messages" in block
+    assert "]\n- user: My bike locker number is 7391.\n" in block  # under its date
     assert len(state["built_context"]["episode_ids"]) == 1
 
     unrelated = Context(user_id="ep2", episode_min_similarity=0.99)

@@ -19,13 +19,8 @@ from langgraph.store.base import SearchItem
 from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
-from engram.nodes.start import (
-    EPISODE_CHARS,
-    Budget,
-    build_context,
-    compose_system_message,
-    render_memory_block,
-)
+from engram.nodes.recalled import EPISODE_CHARS, render_memory_block
+from engram.nodes.start import Budget, build_context, compose_system_message
 from engram.nodes.text.escape import escape_recalled
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.memory.long_term import LongTermMemory

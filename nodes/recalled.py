@@ -1,0 +1,183 @@
+"""What recall adds to a turn's context, and how the memory block shows it.
+
+Recall brings memories and archived messages (episodes); an episode that adds nothing is left
+out (a message of this thread, or one that a recalled memory holds word for word). The block shows the memories a section per category
+(seed 004's "# USER MEMORY" layout), then the episodes as quoted messages in date order under
+their dates, a reply right after the message it answers. Everything recalled goes through
+`escape_recalled`, so nothing in it can open or close a block of the system prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import SearchItem
+
+from engram.nodes.prompts import (
+    EPISODE_HEADING,
+    MEMORY_BLOCK_TEMPLATE,
+    MEMORY_CATEGORY_HEADINGS,
+    OTHER_MEMORY_HEADING,
+)
+from engram.nodes.text.escape import escape_recalled
+from engram.stores.memory.types import ScoredMemory
+
+EPISODE_CHARS = 400
+"""A recalled episode shows at most this many characters."""
+
+QUOTED_QUESTION_CHARS = 80
+"""A reply whose message is not shown itself quotes this many characters of that message."""
+
+
+def new_episodes(
+    episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory], thread: Sequence[BaseMessage]
+) -> list[SearchItem]:
+    """The episodes that add something: not a message of this thread (it is in the history or
+    the summary already), and not a message a recalled memory already holds word for word.
+
+    Example:
+        >>> from datetime import datetime
+        >>> from langchain_core.messages import HumanMessage
+        >>> def episode(text, ids):
+        ...     now = datetime(2026, 1, 1)
+        ...     return SearchItem(("episodes", "u"), ids[0], {"content": text, "message_ids": ids},
+        ...                       now, now)
+        >>> found = [episode("[1 May 2026] user: I'm vegan", ["m1"]),
+        ...          episode("[2 May 2026] user: my cat is Miso", ["m2"])]
+        >>> [e.key for e in new_episodes(found, [], [HumanMessage("hi", id="m2")])]
+        ['m1']
+    """
+    present = {m.id for m in thread if m.id}
+    held = [_words(m.memory.content) for m in memories]
+    return [
+        e
+        for e in episodes
+        if not present.intersection(e.value.get("message_ids", ()))
+        and not any(_words(_parts(e.value)[1].partition(": ")[2]) in memory for memory in held)
+    ]
+
+
+def render_memory_block(
+    memories: Sequence[ScoredMemory],
+    episodes: Sequence[SearchItem] = (),
+    *,
+    template: str = MEMORY_BLOCK_TEMPLATE,
+) -> str:
+    """One delimited block: a section per category, then the recalled episodes.
+
+    Example:
+        >>> from engram.stores.memory.types import Memory
+        >>> now = "2026-01-01T00:00:00+00:00"
+        >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
+        >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
+        >>> block.splitlines()[4:8]
+        ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']
+    """
+    if not memories and not episodes:
+        return ""
+    grouped: dict[str, list[str]] = {}
+    for scored in memories:
+        heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
+        grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
+    if episodes:
+        grouped[EPISODE_HEADING] = episode_lines(episodes)
+    order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
+    sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
+    return template.format(sections="\n\n".join(sections))
+
+
+def episode_lines(episodes: Sequence[SearchItem]) -> list[str]:
+    """The episodes section's lines: a `[date]` line, then that day's messages; days in
+    order (undated messages last), a reply right after the message it answers.
+
+    Example:
+        >>> from datetime import datetime
+        >>> def episode(key, text, **more):
+        ...     now = datetime(2026, 1, 1)
+        ...     return SearchItem(("episodes", "u"), key, {"content": text, **more}, now, now)
+        >>> episode_lines([
+        ...     episode("b", "[9 May 2026] assistant: Then skip the satay.", role="assistant",
+        ...             context="user: I'm allergic to peanuts"),
+        ...     episode("c", "[2 May 2026] user: my cat is Miso"),
+        ...     episode("a", "[9 May 2026] user: I'm allergic to peanuts"),
+        ... ])
+        ['[2 May 2026]', '- user: my cat is Miso', '[9 May 2026]', "- user: I'm allergic to peanuts", '- assistant: Then skip the satay.']
+    """
+    parsed = [(*_parts(e.value), e.value) for e in episodes]
+    shown = {_words(said) for _, said, _ in parsed}
+    replies: dict[str, list[str]] = {}  # the message a reply answers -> the reply's lines
+    days: dict[str, list[tuple[str, str]]] = {}  # date -> (what is said, its line)
+    for date, said, value in parsed:
+        question = _question(value)
+        if question is not None and _words(question) in shown:
+            replies.setdefault(_words(question), []).append(f"- {_cut(said)}")
+        else:
+            line = _with_question(said, question) if question is not None else said
+            days.setdefault(date, []).append((said, f"- {_cut(line)}"))
+    lines: list[str] = []
+    for date in sorted(days, key=_day_order):
+        lines.extend([f"[{date}]"] if date else [])
+        for said, line in days[date]:
+            lines.append(line)
+            lines.extend(replies.pop(_words(said), ()))
+    return lines
+
+
+def shown_episode(value: dict[str, Any]) -> str:
+    """One recalled episode as the block shows it when alone: its date, and a reply with the
+    start of the message it answers; on one line, escaped and cut (the eval scores this)."""
+    date, said = _parts(value)
+    question = _question(value)
+    line = _cut(_with_question(said, question) if question is not None else said)
+    return f"[{date}] {line}" if date else line
+
+
+def _parts(value: dict[str, Any]) -> tuple[str, str]:
+    """(date, "speaker: text") of an episode's content ("[8 May 2023] speaker: text")."""
+    match = _DATED.match(str(value.get("content", "")))
+    return (match["date"] or "", match["said"]) if match else ("", "")
+
+
+def _question(value: dict[str, Any]) -> str | None:
+    """The message a reply answers ("speaker: text", the last line of its context), or None."""
+    context = str(value.get("context") or "")
+    if value.get("role") in ("assistant", "tool") and context:
+        return context.splitlines()[-1]
+    return None
+
+
+def _with_question(said: str, question: str) -> str:
+    speaker, _, text = said.partition(": ")
+    quoted = _one_line(question)
+    if len(quoted) > QUOTED_QUESTION_CHARS:
+        quoted = quoted[: QUOTED_QUESTION_CHARS - 1] + "…"
+    return f"{speaker} (answering {quoted}): {text}"
+
+
+def _cut(text: str) -> str:
+    """On one line, escaped, at most `EPISODE_CHARS` characters."""
+    one = _one_line(text[: EPISODE_CHARS * 4])  # escape only a generous start of a long one
+    long = len(one) > EPISODE_CHARS or len(text) > EPISODE_CHARS * 4
+    return one[: EPISODE_CHARS - 1] + "…" if long else one
+
+
+def _day_order(date: str) -> tuple[int, datetime]:
+    try:
+        return 0, datetime.strptime(date, "%d %B %Y")
+    except ValueError:
+        return 1, datetime.min
+
+
+def _one_line(text: str) -> str:
+    return " ".join(escape_recalled(text).split())
+
+
+def _words(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+_DATED = re.compile(r"^(?:\[(?P<date>[^\]]*)\] )?(?P<said>.*)$", re.DOTALL)
