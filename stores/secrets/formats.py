@@ -71,6 +71,8 @@ FORMATS: tuple[Rule, ...] = (
         ("hooks.slack.com", "/api/webhooks"),
     ),
     Rule("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), ("aiza",)),
+    Rule("fcm_server_key", re.compile(r"\bAAAA[A-Za-z0-9_\-]{7}:APA91b[A-Za-z0-9_\-]{20,}"),
+         ("apa91b",)),
     Rule("google_oauth", re.compile(r"\bGOCSPX-[A-Za-z0-9_\-]{20,}|\bya29\.[0-9A-Za-z_\-]{20,}"),
          ("gocspx-", "ya29.")),
     Rule(

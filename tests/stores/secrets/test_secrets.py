@@ -52,6 +52,8 @@ from engram.stores.secrets import REDACTED, redact
         ("密钥 a1b2c3d4e5f6g7h8i9j0 放环境变量", "a1b2c3d4e5f6g7h8i9j0", "api_token"),
         ("use sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", "sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", "openai_key"),
         ("push with glpat-4Hk2Lm9Qr7Tz1Vx8", "glpat-4Hk2Lm9Qr7Tz1Vx8", "gitlab_token"),
+        ("推送报 401，key 是这个 AAAAb3Kq9Zx:APA91bE7uQw2Lr5Tn8Vc1Xs4Pd 你看看",
+         "AAAAb3Kq9Zx:APA91bE7uQw2Lr5Tn8Vc1Xs4Pd", "fcm_server_key"),
         ("HF hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa0987654321", "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa0987654321", "huggingface_token"),
         ("curl -H 'Authorization: Basic dXNlcjpwYXNzd29yZA=='", "dXNlcjpwYXNzd29yZA==", "basic_auth"),
         # connection strings and environment files
