@@ -16,10 +16,12 @@ key works the same on every store, while filtering on a list field does not.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
+from uuid import NAMESPACE_URL, uuid5
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
@@ -101,8 +103,12 @@ def upsert_steps(
     sources = list(candidate.message_ids or message_ids)
     digest = content_hash(content)
 
-    # 2. exact duplicate (or a replay of messages already written)
-    (record,) = yield [GetOp(hash_namespace, digest)]
+    # 2. exact duplicate (or a replay of messages already written). A new memory's id derives
+    #    from its text, so two processes that both find no duplicate write one memory, not two
+    #    (a new id only when that one is taken: a superseded or forgotten memory said the same)
+    derived = derived_id(namespace, digest)
+    record, taken = yield [GetOp(hash_namespace, digest), GetOp(namespace, derived)]
+    new_id = None if taken is not None else derived
     if record is not None:
         (item,) = yield [GetOp(namespace, record.value["memory_id"])]
         if item is not None:
@@ -145,7 +151,7 @@ def upsert_steps(
             return (yield from _merge_into(namespace, hash_namespace, same[0], content, digest,
                                            importance, candidate, sources, structured, now))
         if olds:
-            new = Memory.new(content, candidate.category, importance, now=now,
+            new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
                              supersedes=[o.id for o in olds], **new_fields)
             return (yield from _supersede(namespace, hash_namespace, olds, new, digest, now,
                                           reason=f"new value for {candidate.key}"))
@@ -158,7 +164,7 @@ def upsert_steps(
         (asked_about,) = yield [SearchOp(namespace, flt, limit=3, query=candidate.replaces)]
         old = _asked_about(asked_about, candidate.replaces, settings.replace_floor)
         if old is not None:
-            new = Memory.new(content, candidate.category, importance, now=now,
+            new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
                              supersedes=[old.id], **{**new_fields, "key": candidate.key or old.key})
             return (yield from _supersede(namespace, hash_namespace, [old], new, digest, now,
                                           reason="the user changed what the assistant asked about"))
@@ -187,7 +193,7 @@ def upsert_steps(
         problem = _answer_problem(answer, question)
         if problem is None and answer.action == "replace":
             key = candidate.key or existing.key  # the replacement takes over the old one's key
-            new = Memory.new(content, candidate.category, importance, now=now,
+            new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
                              supersedes=[existing.id], **{**new_fields, "key": key})
             result = yield from _supersede(namespace, hash_namespace, [existing], new, digest, now,
                                            reason="the merge decider: it replaces a similar memory")
@@ -201,9 +207,21 @@ def upsert_steps(
         reason = "the merge decider kept both" if problem is None else f"{problem}: kept both"
 
     # 5. add
-    new = Memory.new(content, candidate.category, importance, now=now, **new_fields)
+    new = Memory.new(content, candidate.category, importance, now=now, id=new_id, **new_fields)
     yield [memory_put(namespace, new), hash_put(hash_namespace, digest, new.id)]
     return WriteResult("created", new, reason=reason, decision=decision)
+
+
+def derived_id(namespace: tuple[str, ...], digest: str) -> str:
+    """The id a new memory of this text gets in this namespace (unless another memory has it).
+
+    Example:
+        >>> derived_id(("memories", "alice"), "ab12") == derived_id(("memories", "alice"), "ab12")
+        True
+        >>> derived_id(("memories", "alice"), "ab12") == derived_id(("memories", "bob"), "ab12")
+        False
+    """
+    return str(uuid5(NAMESPACE_URL, "engram/memory/" + json.dumps([*namespace, digest])))
 
 
 def get_steps(namespace: tuple[str, ...], memory_id: str) -> Steps[Memory | None]:

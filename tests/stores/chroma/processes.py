@@ -6,6 +6,8 @@ Each prints one JSON line on stdout saying what it did, so the test can account 
                                                       # $ENGRAM_DATA_DIR/others.done exists, PROBE
     python tests/stores/chroma/processes.py writer NAME COUNT     # COUNT puts through ChromaStore, then reads
     python tests/stores/chroma/processes.py reader                # searches until others.done exists
+    python tests/stores/chroma/processes.py upserter USER COUNT AT  # at wall-clock AT, COUNT memories
+                                                      # written one by one (the same texts in each)
 """
 
 from __future__ import annotations
@@ -83,6 +85,23 @@ def opener(name: str, at: float) -> dict:
     return {"opened": name}
 
 
+def upserter(user: str, count: int, at: float) -> dict:
+    """From wall-clock time `at`, `count` candidates written one call each through the write
+    policy; processes given the same arguments write the same texts, racing."""
+    from engram.stores.chroma.store import make_store
+    from engram.stores.memory.long_term import LongTermMemory
+    from engram.stores.memory.types import MemoryCandidate
+
+    memory = LongTermMemory(make_store())
+    time.sleep(max(0.0, at - time.time()))
+    actions = []
+    for n in range(count):
+        text = f"I keep the spare key number {n} in the drawer labelled walnut{n}"
+        [written] = memory.upsert(user, [MemoryCandidate(content=text, category="fact")])
+        actions.append(written.action)
+    return {"actions": actions}
+
+
 def reader() -> dict:
     """Searches (vector, plain, hybrid) and namespace listings until the writers are done
     (`$ENGRAM_DATA_DIR/others.done` exists), checking that they agree with each other."""
@@ -114,6 +133,8 @@ if __name__ == "__main__":
         result = writer(args[0], int(args[1]))
     elif role == "reader":
         result = reader()
+    elif role == "upserter":
+        result = upserter(args[0], int(args[1]), float(args[2]))
     elif role == "opener":
         result = opener(args[0], float(args[1]))
     else:

@@ -76,6 +76,21 @@ def test_two_writers_and_a_reader_account_for_every_write(env, monkeypatch):
     }
 
 
+def test_processes_writing_the_same_memories_at_once_store_each_once(env, monkeypatch):
+    count = 150  # each write is a duplicate check, then the write: 150 races per process pair
+    at = time.time() + 8  # both start together, once each has loaded its store
+    racers = [start(env, str(SCRIPT), "upserter", "dana", str(count), str(at)) for _ in range(2)]
+    outcomes = [result(r, timeout=600)["actions"] for r in racers]
+
+    monkeypatch.setenv("ENGRAM_DATA_DIR", env["ENGRAM_DATA_DIR"])
+    stored = LongTermMemory(make_store()).list("dana", limit=1000)
+    texts = [m.content for m in stored]
+    assert len(texts) == len(set(texts)) == count  # no text twice
+    assert all(m.current and not m.forgotten for m in stored)
+    for first, second in zip(*outcomes, strict=True):  # each write is accounted for
+        assert {first, second} <= {"created", "unchanged", "duplicate", "merged"}
+
+
 def test_processes_opening_a_new_folder_at_the_same_moment_all_start(env, tmp_path, monkeypatch):
     # Chroma creates its tables on a folder's first open; unguarded, simultaneous first opens
     # failed about once in 24 ("table collections already exists").
