@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -40,7 +40,7 @@ from engram.nodes.context import Context
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
 from engram.nodes.state import EngramState
-from engram.nodes.work.background import MemoryWork
+from engram.nodes.work.background import MemoryWork, wait_for_memory_work
 from engram.stores.paths import default_checkpoint_path
 
 logger = logging.getLogger(__name__)
@@ -108,8 +108,11 @@ def compile_graph(
     checkpointer: BaseCheckpointSaver | None = None,
     tools: Sequence[BaseTool] | None = None,
     postgres_url: str | None = None,
-) -> CompiledStateGraph[EngramState, Context]:
+) -> EngramGraph:
     """The memory graph, compiled with a store and a checkpointer.
+
+    The graph closes the store and checkpointer it opened itself (the defaults, not those
+    passed in) with `graph.close()`, or at the end of `with compile_graph(...) as graph:`.
 
     Args:
         model: The chat model that answers the user.
@@ -124,12 +127,69 @@ def compile_graph(
         postgres_url: A PostgreSQL database for the default checkpointer
             (`postgresql://user:password@host:port/database`), shared by several app machines.
     """
+    opened: list[Any] = []
     if checkpointer is None:
         checkpointer = default_checkpointer(postgres_url)
-    return build_graph(model, memory_model=memory_model, tools=tools).compile(
-        store=store if store is not None else default_store(),
-        checkpointer=checkpointer,
-    )
+        opened.append(checkpointer)
+    try:
+        if store is None:
+            store = default_store()
+            opened.append(store)
+        compiled = build_graph(model, memory_model=memory_model, tools=tools).compile(
+            store=store, checkpointer=checkpointer
+        )
+    except BaseException:
+        _close_all(opened)
+        raise
+    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
+    return EngramGraph(**attrs, opened=tuple(opened))  # as `compiled.copy()` builds a copy
+
+
+class EngramGraph(CompiledStateGraph[EngramState, Context, EngramState, EngramState]):
+    """The compiled memory graph `compile_graph` returns: a LangGraph `CompiledStateGraph` that
+    also closes the store and checkpointer `compile_graph` opened for it.
+
+    Example:
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> with compile_graph(None, store=InMemoryStore(), checkpointer=InMemorySaver()) as g:
+        ...     sorted(g.nodes)
+        ['__start__', 'compact', 'consolidate', 'respond', 'start']
+    """
+
+    def __init__(self, *, opened: tuple[Any, ...] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.opened = opened
+        """What `compile_graph` opened for this graph (its default store and checkpointer);
+        copies of the graph (`with_config`) share them."""
+
+    def close(self) -> None:
+        """Close what `compile_graph` opened for this graph (the embedded store's Chroma client
+        and BM25 index, the checkpointer's SQLite connection or PostgreSQL pool), once this
+        process's background memory work is done; a store or checkpointer passed in is its
+        owner's to close. The graph cannot run afterwards; closing again does nothing."""
+        if self.opened:
+            wait_for_memory_work()
+            _close_all(self.opened)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _close_all(resources: Sequence[Any]) -> None:
+    """Close each of `resources` (each one's `close()` is idempotent); the first error is raised
+    once all were tried."""
+    errors: list[BaseException] = []
+    for resource in resources:
+        try:
+            resource.close()
+        except Exception as exc:  # noqa: BLE001 (raised below, once the others closed)
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def default_store() -> BaseStore:

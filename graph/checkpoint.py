@@ -23,7 +23,7 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -54,6 +54,18 @@ class ThreadedSqliteSaver(SqliteSaver):
         conn = sqlite3.connect(str(path), check_same_thread=False, timeout=BUSY_TIMEOUT_SECONDS)
         conn.execute("PRAGMA journal_mode=WAL")
         return cls(conn)
+
+    def close(self) -> None:
+        """Close the SQLite connection; the saver is unusable afterwards (closing again does
+        nothing)."""
+        with self.lock:
+            self.conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)

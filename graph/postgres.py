@@ -72,6 +72,9 @@ class ThreadedPostgresSaver(PostgresSaver):
         """Close the connection pool."""
         self.pool.close()
 
+    __enter__ = ThreadedSqliteSaver.__enter__
+    __exit__ = ThreadedSqliteSaver.__exit__
+
     aget_tuple = ThreadedSqliteSaver.aget_tuple
     alist = ThreadedSqliteSaver.alist
     aput = ThreadedSqliteSaver.aput

@@ -8,6 +8,7 @@ Each section measures one layer side by side with its counterpart in one run and
     cli          start-up of the `engram` command against `import chromadb`
     retrieval    recall quality and latency on LoCoMo
     memory-work  turns that wait (or not) for the memory model
+    stress       wrong answers of `engram memory` commands run in sequence and at once
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SECTIONS = {
     "cli": "engram.evals.bench.cli",
     "retrieval": "engram.evals.bench.retrieval",
     "memory-work": "engram.evals.bench.memory_work",
+    "stress": "engram.evals.bench.stress",
 }
 
 

@@ -14,8 +14,11 @@ over the other's vectors. engram therefore coordinates every process on a folder
   `<folder>/engram.generation`; a crash after that point leaves a token no other process has
   seen, which makes each of them reload;
 - when a process takes the lock and finds a token it did not write (another process changed the
-  folder since its last operation), it reopens its client on a fresh Chroma system, which reads
-  the collection from disk, before it does anything else.
+  folder since its last operation), it restarts its client's Chroma system in place, which
+  drops what it held in memory and reads the collection from disk, before it does anything
+  else. The client and its system stay the same objects: a reload frees the old state instead of
+  leaving a whole Chroma system behind (the vector index, SQLite connections, threads) in
+  chromadb's cache of systems per folder.
 
 The BM25 index beside Chroma (`lexical.sqlite3`) needs no reload: SQLite is shared by design
 and `LexicalMirror` drops its caches when the file's data version moves. Its reads and writes
@@ -32,9 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import chromadb
-from chromadb.api import ClientAPI, ServerAPI
-from chromadb.api.client import Client
-from chromadb.config import System
+from chromadb.api import ClientAPI
 from filelock import lock_descriptor, unlock_descriptor
 
 from engram.stores.chroma import unsaved_index
@@ -127,20 +128,15 @@ def folder_lock_for(client: ClientAPI, reopen: Callable[[], None]) -> FolderLock
     return Unshared()
 
 
-def reopen_client(client: ClientAPI) -> ClientAPI:
-    """A client on `client`'s folder that reads everything afresh from disk: a new Chroma
-    system, which also becomes the one later `PersistentClient`s of that folder in this process
-    share. `client` itself keeps its old system (and its stale view) for whoever still holds
-    it."""
-    settings = client.get_settings()
-    system = System(settings)
-    system.instance(ServerAPI)
-    system.start()
-    return Client.from_system(
-        system,
-        tenant=getattr(client, "tenant", "default_tenant"),
-        database=getattr(client, "database", "default_database"),
-    )
+def reload_client(client: ClientAPI) -> None:
+    """Make `client` read everything afresh from disk: its Chroma system's API component is
+    stopped (which drops the Rust bindings: their vector indexes, SQLite connections and
+    threads) and started again on the same folder. Every client of the process sharing that
+    system (chromadb shares one per folder) sees the fresh state; engram's stores on the folder
+    only call Chroma holding the folder, as the caller does, so none is in a call meanwhile."""
+    server = client._server  # type: ignore[attr-defined]  # the system's ServerAPI component
+    server.stop()
+    server.start()
 
 
 class _SharedFolder:

@@ -23,15 +23,26 @@ Deleting a record from Chroma (1.5, `PersistentClient`) leaves its text in three
 The BM25 index (`engram.stores.lexical.index.LexicalIndex.scrub`) and a SQLite checkpointer
 (`engram.stores.memory.users.adelete_user`) are scrubbed by their owners. A Chroma server keeps
 its files to itself: there the deletes are all a client can do (docs/privacy.md).
+
+The SQLite part runs in a child process (`python purge.py FILE COLLECTION`), never in the
+process whose Chroma client has `chroma.sqlite3` open. Chroma's Rust bindings carry their own copy
+of SQLite, and SQLite's file locks are POSIX record locks, which belong to a process: two copies
+in one process do not see each other's locks, and either copy's unlock releases the other's.
+Chroma also keeps writing after a call returned (each write ends with a purge of its log, sent to
+a background task), so an in-process `VACUUM` could rewrite the file while Chroma read or wrote
+it (a half-rewritten file, "malformed database schema"), and Chroma's unlock could hand the
+half-rewritten file to the other processes on the folder. A child process's locks are its own:
+it waits for Chroma's transactions, and Chroma and every other process wait for its `VACUUM`.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-from engram.stores.chroma.unsaved_index import zero_unused_room
 
 CHROMA_FILE = "chroma.sqlite3"
 DELETE = 3
@@ -55,10 +66,22 @@ def purge_files(folder: Path, collection_id: str) -> PurgeReport:
     """Remove the text of deleted records of a collection from a `PersistentClient` folder.
 
     Raises:
-        sqlite3.OperationalError: Another process held `chroma.sqlite3` locked for longer than
-            30 seconds; nothing is lost, call again.
+        sqlite3.OperationalError: Another process (or this one's Chroma client) held
+            `chroma.sqlite3` locked for longer than 30 seconds; nothing is lost, call again.
+        sqlite3.DatabaseError: The file cannot be purged (the child process's error).
     """
-    db = sqlite3.connect(folder / CHROMA_FILE, timeout=_BUSY_SECONDS, isolation_level=None)
+    from engram.stores.chroma.unsaved_index import zero_unused_room
+
+    rows, vector_segments = _purge_database_in_child(folder / CHROMA_FILE, collection_id)
+    zeroed = sum(zero_unused_room(folder / segment) for segment in vector_segments)
+    return PurgeReport(log_rows=rows, vacuumed=True, zeroed_bytes=zeroed)
+
+
+def purge_database(path: Path, collection_id: str) -> tuple[int, list[str]]:
+    """The SQLite part of `purge_files`, in this process: empties the moot log rows, merges the
+    documents index, `VACUUM`s; returns the log rows emptied and the collection's vector
+    segments. Only for a process that has no Chroma client open on the file (see above)."""
+    db = sqlite3.connect(path, timeout=_BUSY_SECONDS, isolation_level=None)
     try:
         db.execute("PRAGMA secure_delete = ON")
         rows = _purge_log(db, collection_id)
@@ -73,8 +96,27 @@ def purge_files(folder: Path, collection_id: str) -> PurgeReport:
         ]
     finally:
         db.close()
-    zeroed = sum(zero_unused_room(folder / segment) for segment in vector_segments)
-    return PurgeReport(log_rows=rows, vacuumed=True, zeroed_bytes=zeroed)
+    return rows, vector_segments
+
+
+def _purge_database_in_child(path: Path, collection_id: str) -> tuple[int, list[str]]:
+    """`purge_database` in a child process (this file run as a script: standard library only)."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(path), collection_id],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        answer = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        answer = {"error": "DatabaseError", "message": done.stderr.strip()[-500:]}
+    if done.returncode != 0 or "error" in answer:
+        error = getattr(sqlite3, str(answer.get("error")), sqlite3.DatabaseError)
+        if not (isinstance(error, type) and issubclass(error, sqlite3.Error)):
+            error = sqlite3.DatabaseError
+        raise error(f"purging {path} failed: {answer.get('message') or done.returncode}")
+    return int(answer["log_rows"]), [str(s) for s in answer["vector_segments"]]
 
 
 def _purge_log(db: sqlite3.Connection, collection_id: str) -> int:
@@ -112,3 +154,12 @@ def _merge_documents_index(db: sqlite3.Connection) -> None:
     ).fetchone()
     if exists:
         db.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+
+if __name__ == "__main__":  # the child process of `_purge_database_in_child`
+    try:
+        purged, segments = purge_database(Path(sys.argv[1]), sys.argv[2])
+    except sqlite3.Error as exc:
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+        sys.exit(1)
+    print(json.dumps({"log_rows": purged, "vector_segments": segments}))

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlparse
 
 import chromadb
@@ -331,7 +331,10 @@ class ChromaStore(BaseStore):
 
     def close(self) -> None:
         """Stop background work and close what this store opened: the lexical index, the
-        Chroma client it made (not one it was given), its hold on the data folder's files."""
+        Chroma client it made (not one it was given), its hold on the data folder's files.
+        Closing again does nothing; `with ChromaStore(...) as store:` closes it at the end."""
+        if self._closed:
+            return
         self.stop_ttl_sweeper()
         self._closed = True  # the drain thread's idle work stops: it must not outlive the files
         self._coalescer.join()
@@ -342,6 +345,12 @@ class ChromaStore(BaseStore):
             client.close()
         self._own_clients.clear()
         self._folder.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def _idle_work(self) -> None:
         """What the drain thread does when no call is queued, until the store is closed."""
@@ -462,9 +471,7 @@ class ChromaStore(BaseStore):
 
     def _reopen(self) -> None:
         """Another process changed the data folder: read the collection afresh from disk."""
-        self.client = process_lock.reopen_client(self.client)
-        if self._own_clients:
-            self._own_clients.append(self.client)
+        process_lock.reload_client(self.client)
         self._items = self._open_collection(self.client)
         self._writer.collection = self._items
         if self.lexical is not None:

@@ -4,7 +4,7 @@ Chroma (1.5, `PersistentClient`) keeps a collection's HNSW index in memory and s
 (`index_metadata.pickle` beside hnswlib's `header.bin`, `data_level0.bin`, `length.bin`,
 `link_lists.bin` in `<folder>/<segment id>/`) only once a client has applied
 `hnsw:sync_threshold` (1000) writes. Until then no client loads the files: each new Chroma
-system (a new process, a client opened after `ChromaStore.close`, `process_lock.reopen_client`)
+system (a new process, a client opened after `ChromaStore.close`, `process_lock.reload_client`)
 initialises a new index and replays Chroma's log into it. hnswlib's initialisation `malloc`s room
 for 100 elements or more, does not clear it, and writes all of it to `data_level0.bin` and
 `length.bin` at once. The room then carries whatever the process had freed there, texts

@@ -17,6 +17,10 @@ Sections:
   folder lock vs without it (single put, batched put, search), and a search that first reloads
   what another process wrote, at the store sizes up to 10k (see
   `engram.evals.bench.stores.processes`). Target: with the lock <= 1.05x without.
+- ``reloads``: the memory and open files a reload keeps: ``--reloads`` reloads (default 30) of a
+  store at the store sizes up to 10k, engram's way (its Chroma system restarted in place) beside
+  the way it reloaded before (a new Chroma system per reload), each in a fresh process (see
+  `engram.evals.bench.stores.reloads`); prints MB per reload.
 - ``embeddings``: `LocalEmbeddings` vs chromadb's `DefaultEmbeddingFunction` (used the way Chroma
   calls it: a fresh `ONNXMiniLM_L6_V2` per call) and vs one reused `ONNXMiniLM_L6_V2` instance
   (to show what is left once model loading is out of the picture), on short texts (20-40 word
@@ -87,6 +91,7 @@ class BenchSettings:
         seed: Seed of the generated texts and vectors.
         store_sizes: Item counts of the ``store`` section.
         concurrent_calls: Calls in flight at once in the ``concurrent`` section.
+        reloads: Reloads per store size in the ``reloads`` section.
     """
 
     repeats: int = 3
@@ -94,6 +99,7 @@ class BenchSettings:
     seed: int = 0
     store_sizes: tuple[int, ...] = (1_000, 10_000, 50_000)
     concurrent_calls: int = 6_000
+    reloads: int = 30
 
 
 Section = Callable[[BenchSettings], list[Row]]
@@ -167,9 +173,17 @@ def _concurrent_section(settings: BenchSettings) -> list[Row]:
     return bench_concurrent(settings.concurrent_calls, settings.repeats)
 
 
+def _reloads_section(settings: BenchSettings) -> list[Row]:
+    from engram.evals.bench.stores.reloads import bench_reloads
+
+    sizes = tuple(s for s in settings.store_sizes if s <= MAX_PROCESSES_SIZE) or (1_000,)
+    return bench_reloads(sizes, settings.reloads)
+
+
 SECTIONS: dict[str, Section] = {
     "store": _store_section,
     "processes": _processes_section,
+    "reloads": _reloads_section,
     "embeddings": bench_embeddings,
     "concurrent": _concurrent_section,
 }
@@ -202,14 +216,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=BenchSettings.concurrent_calls,
         help="concurrent calls of the concurrent section (default 6000)",
     )
+    parser.add_argument(
+        "--reloads",
+        type=int,
+        default=BenchSettings.reloads,
+        help="reloads per store size of the reloads section (default 30)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1 or args.texts < 1 or min(args.sizes) < 1 or args.calls < 6:
         parser.error("--repeats, --texts and --sizes must be >= 1, --calls >= 6")
+    if args.reloads < 1:
+        parser.error("--reloads must be >= 1")
     settings = BenchSettings(
         repeats=args.repeats,
         texts=args.texts,
         store_sizes=args.sizes,
         concurrent_calls=args.calls,
+        reloads=args.reloads,
     )
 
     console = Console(width=None if sys.stdout.isatty() else 200)

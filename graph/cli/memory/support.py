@@ -146,7 +146,7 @@ class Backend:
             from engram.graph.checkpoint import ThreadedSqliteSaver
 
             self._saver = ThreadedSqliteSaver.from_path(self.checkpoints)
-            self._close_saver = self._saver.conn.close
+            self._close_saver = self._saver.close
         return self._saver
 
     def close(self) -> None:
@@ -174,7 +174,27 @@ def cli_error(exc: Exception) -> CliError | None:
     embeddings = sys.modules.get("engram.stores.embeddings")
     if embeddings is not None and isinstance(exc, embeddings.EmbeddingModelNotFoundError):
         return CliError(str(exc))
+    if isinstance(exc, _data_errors()):
+        return CliError(
+            f"could not use the engram data ({type(exc).__name__}: {exc}); nothing was read "
+            "or answered from it: try again"
+        )
     return None
+
+
+def _data_errors() -> tuple[type[BaseException], ...]:
+    """What the store raises when it cannot read or write the data (so a command cannot answer
+    at all, which is never an empty answer): the data folder's lock timing out, SQLite, the
+    lexical index, Chroma. Looked up among the loaded modules, as in `cli_error`."""
+    errors: list[type[BaseException]] = [TimeoutError]
+    for module, name in (
+        ("sqlite3", "Error"),
+        ("engram.stores.chroma.mirror", "LexicalIndexError"),
+        ("chromadb.errors", "ChromaError"),
+    ):
+        if (found := getattr(sys.modules.get(module), name, None)) is not None:
+            errors.append(found)
+    return tuple(errors)
 
 
 def open_backend(
@@ -270,17 +290,26 @@ def known_users(store: BaseStore) -> list[str]:
 
 
 def all_memories(backend: Backend, user_id: str) -> list[Memory]:
-    """Every memory of a user (any state).
+    """Every memory of a user (any state). No memories is an answer only when the store also
+    lists no memories namespace for the user: a read that found none while the namespace is
+    there is read again, and is an error if it still finds none (never an empty answer).
 
     Raises:
-        CliError: The user has nothing stored at all (exit 1).
+        CliError: The user has nothing stored at all, or the memories could not be read
+            consistently (exit 1).
     """
     from engram.stores.memory.users import memories_steps
+    from engram.stores.namespaces import memory_namespace
     from engram.stores.steps import run_steps
 
     memories = run_steps(backend.store, memories_steps(user_id))
-    if not memories:
-        ensure_user(backend, user_id)
+    if not memories and memory_namespace(user_id) in _stored_namespaces(backend, user_id):
+        memories = run_steps(backend.store, memories_steps(user_id))
+        if not memories:
+            raise CliError(
+                f"the memories of {user_id!r} in {backend.where} could not be read: the store "
+                "lists them, yet reading them found none; nothing was answered: try again"
+            )
     return memories
 
 
@@ -290,12 +319,23 @@ def ensure_user(backend: Backend, user_id: str) -> str:
     Raises:
         CliError: Nothing is stored for the user (exit 1).
     """
+    _stored_namespaces(backend, user_id)
+    return user_id
+
+
+def _stored_namespaces(backend: Backend, user_id: str) -> list[tuple[str, ...]]:
+    """The user's namespaces that hold something.
+
+    Raises:
+        CliError: None does: nothing is stored for the user (exit 1).
+    """
     from engram.stores.memory.users import user_namespaces_steps
     from engram.stores.steps import run_steps
 
-    if not run_steps(backend.store, user_namespaces_steps(user_id)):
+    namespaces = run_steps(backend.store, user_namespaces_steps(user_id))
+    if not namespaces:
         raise unknown_user(backend, user_id)
-    return user_id
+    return namespaces
 
 
 def unknown_user(backend: Backend, user_id: str) -> CliError:

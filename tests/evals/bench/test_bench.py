@@ -7,6 +7,7 @@ import asyncio
 from engram.evals.bench import graph as graph_bench
 from engram.evals.bench.stores import run as stores_bench
 from engram.evals.bench.stores.processes import bench_processes
+from engram.evals.bench.stores.reloads import bench_reloads
 from engram.evals.bench.stores.store import CONTENDERS, bench_store
 
 
@@ -41,6 +42,16 @@ def test_processes_section_measures_the_lock_and_a_reload_side_by_side() -> None
         assert row["with"] > 0 and row["without"] > 0 and row["ratio"] > 0
     verdicts = stores_bench.targets({"processes": rows})
     assert [v["n"] for v in verdicts] == [560, 500, 560]  # the reload has no target
+
+
+def test_reloads_section_shows_what_reloads_kept_now_and_before() -> None:
+    [row] = bench_reloads((300,), reloads=4)
+    assert (row["items"], row["reloads"]) == (300, 4)
+    # a restart in place keeps no file of the old state (Chroma's SQLite pool may open one
+    # connection more); a new system per reload kept the old one's, about ten files each
+    assert row["open_files_added"] <= 2
+    assert row["open_files_added_before"] >= 20
+    assert row["search_after_write_p50_ms"] > 0 and row["search_after_write_p50_ms_before"] > 0
 
 
 def test_targets_are_judged_from_the_measured_ratios() -> None:

@@ -42,12 +42,11 @@ def test_chroma_rewrites_an_unsaved_index_in_each_new_system(tmp_path):
     with data.open("ab") as f:
         f.write(bytes(64))
 
-    fresh = process_lock.reopen_client(client)
-    fresh.get_collection("raw").add(ids=["c"], embeddings=[[1.0, 1.0]])
+    process_lock.reload_client(client)
+    client.get_collection("raw").add(ids=["c"], embeddings=[[1.0, 1.0]])
 
     assert data.stat().st_size == written  # the whole file was written again, room included
     assert not (segment / SAVED_MARK).exists()
-    fresh.close()
     client.close()
 
 
