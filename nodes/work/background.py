@@ -49,6 +49,7 @@ from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.work.results import APPLIERS
 from engram.stores.memory.jobs import (
     LEASE_SECONDS,
+    aclaim,
     delete_op,
     done_op,
     is_abandoned,
@@ -206,19 +207,23 @@ class MemoryWork:
     async def _claim(
         self, job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
     ) -> None:
-        """Take over a job whose owner is gone, and run it here."""
+        """Take over a job whose owner is gone (unless another process just did), and run it
+        here."""
         store = runtime.store
         assert store is not None
-        ns = job_namespace(job["user_id"])
+
+        def claimable(value: dict[str, Any] | None) -> bool:
+            return value is None or is_abandoned(value) or _lost_here(value, job)
+
         try:
-            await store.abatch(
-                [pending_op(job["user_id"], job["id"], kind=job["kind"], thread_id=_thread_id(runtime))]
+            claimed = await aclaim(
+                store, job["user_id"], job["id"], kind=job["kind"],
+                thread_id=_thread_id(runtime), claimable=claimable,
             )
-            (item,) = await store.abatch([GetOp(ns, job["id"])])
         except RECOVERABLE_ERRORS as exc:
             record_failure("journal", exc)
             return
-        if item is None or item.value.get("owner") != owner_token():
+        if not claimed:
             return  # another process claimed it at the same time: it runs it
         logger.info("resuming %s job %s of an earlier process", job["kind"], job["id"])
         self._start(job, _snapshot(state), runtime)

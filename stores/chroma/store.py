@@ -20,6 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Self
@@ -114,6 +115,8 @@ class ChromaStore(BaseStore):
         self._own_clients: list[ClientAPI] = []
         """The clients this store made (`close` closes them)."""
         self._closed = False
+        self._exclusive_lock = threading.RLock()
+        self._exclusive_thread: int | None = None
         if client is None:
             folder = Path(path) if path is not None else default_chroma_path()
             folder.mkdir(parents=True, exist_ok=True)
@@ -215,7 +218,32 @@ class ChromaStore(BaseStore):
     # -- BaseStore -----------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        if self._exclusive_thread == threading.get_ident():  # inside `exclusive`: run here
+            return self._run_batch(list(ops))
         return self._coalescer.call(list(ops))
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the data folder across several `batch` calls of this thread, so that no other
+        process or thread of the folder calls Chroma in between: a read and the write it
+        decides (a compare-and-set) cannot interleave with another's. Keep it short, and use
+        `batch` (sync) inside: `abatch` would wait for the hold it is in. On a Chroma server,
+        where processes share no folder, it orders this process's threads only.
+
+        Example:
+            >>> store = ChromaStore(chromadb.EphemeralClient(), collection="doc_exclusive")
+            >>> with store.exclusive():
+            ...     if store.get(("jobs",), "j1") is None:
+            ...         store.put(("jobs",), "j1", {"owner": "me"})
+            >>> store.get(("jobs",), "j1").value
+            {'owner': 'me'}
+        """
+        with self._exclusive_lock, self._folder.hold():
+            outer, self._exclusive_thread = self._exclusive_thread, threading.get_ident()
+            try:
+                yield
+            finally:
+                self._exclusive_thread = outer
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await self._coalescer.acall(list(ops))

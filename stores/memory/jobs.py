@@ -17,13 +17,15 @@ memories' events, nothing else. Entries live under the user's label, so `engram 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from langgraph.store.base import PutOp
+from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from engram.stores.namespaces import JOBS_NAMESPACE, user_label
 
@@ -104,6 +106,55 @@ def is_abandoned(value: dict[str, Any], *, now: datetime | None = None) -> bool:
     except ValueError:
         return True
     return lease <= (now or datetime.now(UTC))
+
+
+def claim(
+    store: BaseStore,
+    user_id: str,
+    job_id: str,
+    *,
+    kind: str,
+    thread_id: str | None,
+    claimable: Callable[[dict[str, Any] | None], bool],
+) -> bool:
+    """Take a job over for this process when its entry (None: gone) is `claimable`; whether it
+    did. On a store that holds several calls at once (`ChromaStore.exclusive`), the read and
+    the write are one compare-and-set, so of processes claiming a job at the same moment one
+    wins. Elsewhere it is a write and a read-back: two may both win, and run the job twice
+    (its results are idempotent: nothing is written twice)."""
+    namespace = job_namespace(user_id)
+    write = pending_op(user_id, job_id, kind=kind, thread_id=thread_id)
+    exclusive = getattr(store, "exclusive", None)
+    if exclusive is not None:
+        with exclusive():
+            (item,) = store.batch([GetOp(namespace, job_id)])
+            if not claimable(item.value if item is not None else None):
+                return False
+            store.batch([write])
+            return True
+    store.batch([write])
+    (item,) = store.batch([GetOp(namespace, job_id)])
+    return item is not None and item.value.get("owner") == _OWNER
+
+
+async def aclaim(
+    store: BaseStore,
+    user_id: str,
+    job_id: str,
+    *,
+    kind: str,
+    thread_id: str | None,
+    claimable: Callable[[dict[str, Any] | None], bool],
+) -> bool:
+    """`claim` from async code (the compare-and-set runs on a worker thread)."""
+    if getattr(store, "exclusive", None) is not None:
+        return await asyncio.to_thread(
+            claim, store, user_id, job_id, kind=kind, thread_id=thread_id, claimable=claimable
+        )
+    namespace = job_namespace(user_id)
+    await store.abatch([pending_op(user_id, job_id, kind=kind, thread_id=thread_id)])
+    (item,) = await store.abatch([GetOp(namespace, job_id)])
+    return item is not None and item.value.get("owner") == _OWNER
 
 
 def _alive(pid: int) -> bool:

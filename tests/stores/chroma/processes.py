@@ -8,6 +8,8 @@ Each prints one JSON line on stdout saying what it did, so the test can account 
     python tests/stores/chroma/processes.py reader                # searches until others.done exists
     python tests/stores/chroma/processes.py upserter USER COUNT AT  # at wall-clock AT, COUNT memories
                                                       # written one by one (the same texts in each)
+    python tests/stores/chroma/processes.py claimer USER COUNT AT   # at wall-clock AT, claims the
+                                                      # abandoned jobs job-0 ... job-COUNT-1
 """
 
 from __future__ import annotations
@@ -102,6 +104,23 @@ def upserter(user: str, count: int, at: float) -> dict:
     return {"actions": actions}
 
 
+def claimer(user: str, count: int, at: float) -> dict:
+    """From wall-clock time `at`, claims each of the jobs `job-0` ... of `user` that is still
+    abandoned; reports the ones it won."""
+    from engram.stores.chroma.store import make_store
+    from engram.stores.memory.jobs import claim, is_abandoned
+
+    store = make_store()
+    time.sleep(max(0.0, at - time.time()))
+    won = [
+        job
+        for job in (f"job-{n}" for n in range(count))
+        if claim(store, user, job, kind="consolidate", thread_id="t",
+                 claimable=lambda value: value is None or is_abandoned(value))
+    ]
+    return {"won": won}
+
+
 def reader() -> dict:
     """Searches (vector, plain, hybrid) and namespace listings until the writers are done
     (`$ENGRAM_DATA_DIR/others.done` exists), checking that they agree with each other."""
@@ -133,6 +152,8 @@ if __name__ == "__main__":
         result = writer(args[0], int(args[1]))
     elif role == "reader":
         result = reader()
+    elif role == "claimer":
+        result = claimer(args[0], int(args[1]), float(args[2]))
     elif role == "upserter":
         result = upserter(args[0], int(args[1]), float(args[2]))
     elif role == "opener":

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 from conftest import TESTS
+from langgraph.store.base import PutOp
 
 from engram.stores.chroma import metadata as md
 from engram.stores.chroma.store import make_store
+from engram.stores.memory.jobs import job_namespace
 from engram.stores.memory.long_term import LongTermMemory
 
 SCRIPT = Path(__file__).with_name("processes.py")
@@ -89,6 +91,23 @@ def test_processes_writing_the_same_memories_at_once_store_each_once(env, monkey
     assert all(m.current and not m.forgotten for m in stored)
     for first, second in zip(*outcomes, strict=True):  # each write is accounted for
         assert {first, second} <= {"created", "unchanged", "duplicate", "merged"}
+
+
+def test_processes_claiming_the_same_abandoned_jobs_at_once_each_win_different_ones(
+    env, monkeypatch
+):
+    count = 200
+    monkeypatch.setenv("ENGRAM_DATA_DIR", env["ENGRAM_DATA_DIR"])
+    store = make_store()
+    gone = {"status": "pending", "owner": "elsewhere:1:dead", "lease_until": "2000-01-01T00:00:00+00:00"}
+    store.batch([PutOp(job_namespace("erin"), f"job-{n}", gone, index=False) for n in range(count)])
+    store.close()
+    at = time.time() + 8
+    racers = [start(env, str(SCRIPT), "claimer", "erin", str(count), str(at)) for _ in range(2)]
+    first, second = (set(result(r, timeout=600)["won"]) for r in racers)
+
+    assert not first & second  # no job claimed by both
+    assert first | second == {f"job-{n}" for n in range(count)}  # and none left
 
 
 def test_processes_opening_a_new_folder_at_the_same_moment_all_start(env, tmp_path, monkeypatch):
