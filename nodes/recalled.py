@@ -53,11 +53,15 @@ def new_episodes(
     """
     present = {m.id for m in thread if m.id}
     held = [_words(m.memory.content) for m in memories]
+
+    def repeats_a_memory(episode: SearchItem) -> bool:
+        text = _words(_parts(episode.value)[1].partition(": ")[2])
+        return bool(text) and any(text in memory for memory in held)
+
     return [
         e
         for e in episodes
-        if not present.intersection(e.value.get("message_ids", ()))
-        and not any(_words(_parts(e.value)[1].partition(": ")[2]) in memory for memory in held)
+        if not present.intersection(e.value.get("message_ids", ())) and not repeats_a_memory(e)
     ]
 
 
@@ -120,7 +124,7 @@ def episode_lines(episodes: Sequence[SearchItem]) -> list[str]:
             days.setdefault(date, []).append((said, f"- {_cut(line)}"))
     lines: list[str] = []
     for date in sorted(days, key=_day_order):
-        lines.extend([f"[{date}]"] if date else [])
+        lines.extend([f"[{_one_line(date)}]"] if date else [])
         for said, line in days[date]:
             lines.append(line)
             lines.extend(replies.pop(_words(said), ()))
@@ -133,7 +137,7 @@ def shown_episode(value: dict[str, Any]) -> str:
     date, said = _parts(value)
     question = _question(value)
     line = _cut(_with_question(said, question) if question is not None else said)
-    return f"[{date}] {line}" if date else line
+    return f"[{_one_line(date)}] {line}" if date else line
 
 
 def _parts(value: dict[str, Any]) -> tuple[str, str]:
