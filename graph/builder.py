@@ -145,6 +145,10 @@ def compile_graph(
     return EngramGraph(**attrs, opened=tuple(opened))  # as `compiled.copy()` builds a copy
 
 
+CLOSE_WAIT_SECONDS = 60.0
+"""How long `EngramGraph.close` waits for this process's background memory work."""
+
+
 class EngramGraph(CompiledStateGraph[EngramState, Context, EngramState, EngramState]):
     """The compiled memory graph `compile_graph` returns: a LangGraph `CompiledStateGraph` that
     also closes the store and checkpointer `compile_graph` opened for it.
@@ -166,10 +170,16 @@ class EngramGraph(CompiledStateGraph[EngramState, Context, EngramState, EngramSt
     def close(self) -> None:
         """Close what `compile_graph` opened for this graph (the embedded store's Chroma client
         and BM25 index, the checkpointer's SQLite connection or PostgreSQL pool), once this
-        process's background memory work is done; a store or checkpointer passed in is its
+        process's background memory work is done (at most `CLOSE_WAIT_SECONDS`; what is left
+        stays journaled for the thread's next turn); a store or checkpointer passed in is its
         owner's to close. The graph cannot run afterwards; closing again does nothing."""
         if self.opened:
-            wait_for_memory_work()
+            if not wait_for_memory_work(timeout=CLOSE_WAIT_SECONDS):
+                logger.warning(
+                    "closing the graph with background memory work still running after %.0f s: "
+                    "the thread's next turn in any process resumes it",
+                    CLOSE_WAIT_SECONDS,
+                )
             _close_all(self.opened)
 
     def __enter__(self) -> Self:

@@ -76,10 +76,10 @@ class Context:
     does not name it ("plan dinners for next week" for the message about a peanut allergy)."""
 
     episode_min_relevance: float = 0.2
-    """An archived message is recalled only when its relevance is at least this: on a store
-    with hybrid search, the mean of its two channels' scores, each rescaled over its candidates
-    so that the best scores 1 (a message near the bottom of both channels stays out); on
-    others, its similarity."""
+    """On a store with hybrid search (`ChromaStore`), an archived message is recalled only when
+    its relevance is at least this: the mean of its two channels' scores, each rescaled over its
+    candidates so that the best scores 1 (a message near the bottom of both channels stays
+    out). Other stores rank by similarity alone, and only `episode_min_similarity` applies."""
 
     recall_timeout_ms: int = 500
     """Recall (memories and episodes) that takes longer is abandoned; the turn goes on without.

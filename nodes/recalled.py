@@ -1,10 +1,11 @@
 """What recall adds to a turn's context, and how the memory block shows it.
 
 Recall brings memories and archived messages (episodes); an episode that adds nothing is left
-out (a message of this thread, or one that a recalled memory holds word for word). The block shows the memories a section per category
-(seed 004's "# USER MEMORY" layout), then the episodes as quoted messages in date order under
-their dates, a reply right after the message it answers. Everything recalled goes through
-`escape_recalled`, so nothing in it can open or close a block of the system prompt.
+out (a message of this thread, or one that a recalled memory holds word for word). The block
+shows the memories a section per category (seed 004's "# USER MEMORY" layout), then the
+episodes as quoted messages in date order under their dates, a reply right after the message
+it answers. Everything recalled goes through `escape_recalled`, so nothing in it can open or
+close a block of the system prompt.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ EPISODE_CHARS = 400
 QUOTED_QUESTION_CHARS = 80
 """A reply whose message is not shown itself quotes this many characters of that message."""
 
+UNDATED = "[date unknown]"
+"""The line over archived messages that carry no date (archived before messages had times)."""
+
 
 def new_episodes(
     episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory], thread: Sequence[BaseMessage]
@@ -56,7 +60,7 @@ def new_episodes(
 
     def repeats_a_memory(episode: SearchItem) -> bool:
         text = _words(_parts(episode.value)[1].partition(": ")[2])
-        return bool(text) and any(text in memory for memory in held)
+        return bool(text) and any(f" {text} " in f" {memory} " for memory in held)
 
     return [
         e
@@ -96,39 +100,63 @@ def render_memory_block(
 
 def episode_lines(episodes: Sequence[SearchItem]) -> list[str]:
     """The episodes section's lines: a `[date]` line, then that day's messages; days in
-    order (undated messages last), a reply right after the message it answers.
+    order (undated messages last, under `UNDATED`), a reply right after the message it
+    answers when that message is shown too (a reply to a reply after that reply).
 
     Example:
         >>> from datetime import datetime
         >>> def episode(key, text, **more):
         ...     now = datetime(2026, 1, 1)
         ...     return SearchItem(("episodes", "u"), key, {"content": text, **more}, now, now)
-        >>> episode_lines([
+        >>> for line in episode_lines([
         ...     episode("b", "[9 May 2026] assistant: Then skip the satay.", role="assistant",
         ...             context="user: I'm allergic to peanuts"),
         ...     episode("c", "[2 May 2026] user: my cat is Miso"),
         ...     episode("a", "[9 May 2026] user: I'm allergic to peanuts"),
-        ... ])
-        ['[2 May 2026]', '- user: my cat is Miso', '[9 May 2026]', "- user: I'm allergic to peanuts", '- assistant: Then skip the satay.']
+        ... ]):
+        ...     print(line)
+        [2 May 2026]
+        - user: my cat is Miso
+        [9 May 2026]
+        - user: I'm allergic to peanuts
+        - assistant: Then skip the satay.
     """
-    parsed = [(*_parts(e.value), e.value) for e in episodes]
-    shown = {_words(said) for _, said, _ in parsed}
-    replies: dict[str, list[str]] = {}  # the message a reply answers -> the reply's lines
-    days: dict[str, list[tuple[str, str]]] = {}  # date -> (what is said, its line)
-    for date, said, value in parsed:
-        question = _question(value)
-        if question is not None and _words(question) in shown:
-            replies.setdefault(_words(question), []).append(f"- {_cut(said)}")
-        else:
-            line = _with_question(said, question) if question is not None else said
-            days.setdefault(date, []).append((said, f"- {_cut(line)}"))
+    parsed = [(*_parts(e.value), _question(e.value)) for e in episodes]
+    first: dict[tuple[str, str], int] = {}  # (date, what is said) -> the first such message
+    for n, (date, said, _) in enumerate(parsed):
+        first.setdefault((date, _words(said)), n)
+    parent: dict[int, int] = {}
+    for n, (date, _, question) in enumerate(parsed):
+        answered = first.get((date, _words(question))) if question else None
+        if answered is not None and not _answers(answered, n, parent):
+            parent[n] = answered
+    children: dict[int, list[int]] = {}
+    for n, answered in parent.items():
+        children.setdefault(answered, []).append(n)
+
+    def thread(n: int) -> list[str]:
+        _, said, question = parsed[n]
+        line = _with_question(said, question) if question and n not in parent else said
+        return [f"- {_cut(line)}", *(x for child in children.get(n, ()) for x in thread(child))]
+
+    days: dict[str, list[int]] = {}
+    for n in range(len(parsed)):
+        if n not in parent:
+            days.setdefault(parsed[n][0], []).append(n)
     lines: list[str] = []
     for date in sorted(days, key=_day_order):
-        lines.extend([f"[{_one_line(date)}]"] if date else [])
-        for said, line in days[date]:
-            lines.append(line)
-            lines.extend(replies.pop(_words(said), ()))
+        lines.append(f"[{_one_line(date)}]" if date else UNDATED)
+        lines.extend(x for n in days[date] for x in thread(n))
     return lines
+
+
+def _answers(reply: int, message: int, parent: dict[int, int]) -> bool:
+    """Whether `reply` already answers `message`, directly or down a chain of replies."""
+    while reply in parent:
+        reply = parent[reply]
+        if reply == message:
+            return True
+    return reply == message
 
 
 def shown_episode(value: dict[str, Any]) -> str:
@@ -148,7 +176,7 @@ def _parts(value: dict[str, Any]) -> tuple[str, str]:
 
 def _question(value: dict[str, Any]) -> str | None:
     """The message a reply answers ("speaker: text", the last line of its context), or None."""
-    context = str(value.get("context") or "")
+    context = str(value.get("context") or "").strip()
     if value.get("role") in ("assistant", "tool") and context:
         return context.splitlines()[-1]
     return None

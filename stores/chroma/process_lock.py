@@ -35,7 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import chromadb
-from chromadb.api import ClientAPI
+from chromadb.api import ClientAPI, ServerAPI
+from chromadb.api.client import Client
+from chromadb.config import System
 from filelock import lock_descriptor, unlock_descriptor
 
 from engram.stores.chroma import unsaved_index
@@ -135,8 +137,23 @@ def reload_client(client: ClientAPI) -> None:
     system (chromadb shares one per folder) sees the fresh state; engram's stores on the folder
     only call Chroma holding the folder, as the caller does, so none is in a call meanwhile."""
     server = client._server  # type: ignore[attr-defined]  # the system's ServerAPI component
-    server.stop()
+    if hasattr(server, "bindings"):  # not when an earlier restart failed to start again
+        server.stop()
     server.start()
+
+
+def client_on_new_system(client: ClientAPI) -> ClientAPI:
+    """A client on `client`'s folder that reads everything afresh from disk, on a new Chroma
+    system; `client` keeps its old system (and its stale view) for whoever else holds it."""
+    settings = client.get_settings()
+    system = System(settings)
+    system.instance(ServerAPI)
+    system.start()
+    return Client.from_system(
+        system,
+        tenant=getattr(client, "tenant", "default_tenant"),
+        database=getattr(client, "database", "default_database"),
+    )
 
 
 class _SharedFolder:

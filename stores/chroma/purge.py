@@ -102,9 +102,11 @@ def purge_database(path: Path, collection_id: str) -> tuple[int, list[str]]:
 def _purge_database_in_child(path: Path, collection_id: str) -> tuple[int, list[str]]:
     """`purge_database` in a child process (this file run as a script: standard library only)."""
     done = subprocess.run(
-        [sys.executable, "-I", "-S", str(Path(__file__).resolve()), str(path), collection_id],
+        [sys.executable, "-I", "-S", "-X", "utf8", str(Path(__file__).resolve()), str(path),
+         collection_id],
         capture_output=True,
-        text=True,
+        encoding="utf-8",
+        errors="replace",
         check=False,
     )
     try:

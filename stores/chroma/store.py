@@ -222,13 +222,20 @@ class ChromaStore(BaseStore):
             return self._run_batch(list(ops))
         return self._coalescer.call(list(ops))
 
+    @property
+    def exclusive_across_processes(self) -> bool:
+        """Whether `exclusive` keeps other processes out: on an embedded folder (a
+        `PersistentClient`) it does; on a Chroma server or in memory nothing is shared to hold."""
+        return isinstance(self._folder, process_lock.FolderLock)
+
     @contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold the data folder across several `batch` calls of this thread, so that no other
         process or thread of the folder calls Chroma in between: a read and the write it
         decides (a compare-and-set) cannot interleave with another's. Keep it short, and use
-        `batch` (sync) inside: `abatch` would wait for the hold it is in. On a Chroma server,
-        where processes share no folder, it orders this process's threads only.
+        this store's `batch` (sync) inside: `abatch`, or another store on the folder, would wait
+        for the hold it is in. On a Chroma server or in memory it holds nothing
+        (`exclusive_across_processes` is False).
 
         Example:
             >>> store = ChromaStore(chromadb.EphemeralClient(), collection="doc_exclusive")
@@ -498,8 +505,13 @@ class ChromaStore(BaseStore):
         return [v for i in batch.texts if i not in batch.reused for v in vectors[i]]
 
     def _reopen(self) -> None:
-        """Another process changed the data folder: read the collection afresh from disk."""
-        process_lock.reload_client(self.client)
+        """Another process changed the data folder: read the collection afresh from disk (a
+        client this store made restarts in place; one it was given, which its owner may be
+        using meanwhile, is left alone for a client on a new Chroma system)."""
+        if any(c is self.client for c in self._own_clients):
+            process_lock.reload_client(self.client)
+        else:
+            self.client = process_lock.client_on_new_system(self.client)
         self._items = self._open_collection(self.client)
         self._writer.collection = self._items
         if self.lexical is not None:

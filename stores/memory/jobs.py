@@ -118,15 +118,14 @@ def claim(
     claimable: Callable[[dict[str, Any] | None], bool],
 ) -> bool:
     """Take a job over for this process when its entry (None: gone) is `claimable`; whether it
-    did. On a store that holds several calls at once (`ChromaStore.exclusive`), the read and
-    the write are one compare-and-set, so of processes claiming a job at the same moment one
-    wins. Elsewhere it is a write and a read-back: two may both win, and run the job twice
-    (its results are idempotent: nothing is written twice)."""
+    did. On a store that holds several calls at once across processes (`ChromaStore.exclusive`
+    on an embedded folder), the read and the write are one compare-and-set, so of processes
+    claiming a job at the same moment one wins. Elsewhere it is a write and a read-back: two may
+    both win, and run the job twice (its results are idempotent: nothing is written twice)."""
     namespace = job_namespace(user_id)
     write = pending_op(user_id, job_id, kind=kind, thread_id=thread_id)
-    exclusive = getattr(store, "exclusive", None)
-    if exclusive is not None:
-        with exclusive():
+    if _compare_and_set(store):
+        with store.exclusive():  # type: ignore[attr-defined]
             (item,) = store.batch([GetOp(namespace, job_id)])
             if not claimable(item.value if item is not None else None):
                 return False
@@ -147,7 +146,7 @@ async def aclaim(
     claimable: Callable[[dict[str, Any] | None], bool],
 ) -> bool:
     """`claim` from async code (the compare-and-set runs on a worker thread)."""
-    if getattr(store, "exclusive", None) is not None:
+    if _compare_and_set(store):
         return await asyncio.to_thread(
             claim, store, user_id, job_id, kind=kind, thread_id=thread_id, claimable=claimable
         )
@@ -155,6 +154,11 @@ async def aclaim(
     await store.abatch([pending_op(user_id, job_id, kind=kind, thread_id=thread_id)])
     (item,) = await store.abatch([GetOp(namespace, job_id)])
     return item is not None and item.value.get("owner") == _OWNER
+
+
+def _compare_and_set(store: BaseStore) -> bool:
+    """Whether `store` can hold a read and a write together across processes."""
+    return bool(getattr(store, "exclusive_across_processes", False))
 
 
 def _alive(pid: int) -> bool:

@@ -118,14 +118,15 @@ def episode_search_steps(
     min_relevance: float = 0.0,
 ) -> Steps[list[SearchItem]]:
     """Archived messages best matching `query` (both channels fused when the store can), each at
-    least `min_similarity` similar and `min_relevance` relevant; their `score` is the relevance."""
+    least `min_similarity` similar and, when fused, `min_relevance` relevant; their `score` is
+    the relevance (without fusion: the similarity, which `min_similarity` already bounds)."""
     if k <= 0 or not query.strip():
         return []
     matches = yield from _match_steps(namespace, query, [{}], k * settings.pool_factor, settings)
     kept = [
         (item, relevance)
         for item, similarity, relevance in matches
-        if similarity >= min_similarity and relevance >= min_relevance
+        if similarity >= min_similarity and (relevance >= min_relevance or not settings.hybrid)
     ]
     return [
         SearchItem(

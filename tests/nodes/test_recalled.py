@@ -42,6 +42,7 @@ def test_days_are_in_date_order_whatever_the_ranking_and_undated_messages_come_l
         "[3 March 2025]",
         "- user: moved to Lyon",
         "- user: the flat has a balcony",
+        "[date unknown]",
         "- user: no date on this one",
     ]
 
@@ -103,3 +104,32 @@ def test_a_tight_memory_share_keeps_the_best_of_both_kinds() -> None:
     assert tight["episode_ids"] == ["e1"]  # the best episode before the later memories
     assert tight["memory_ids"] == roomy["memory_ids"][: len(tight["memory_ids"])]
     assert 0 < len(tight["memory_ids"]) < 5
+
+
+def test_a_reply_to_a_reply_follows_it_and_replies_stay_with_their_own_day() -> None:
+    lines = episode_lines([
+        _episode("t", "[9 May 2026] tool weather: 14°C, rain", role="tool",
+                 context="user: weather?\nassistant: Let me check."),
+        _episode("r2", "[9 May 2026] assistant: Booked for Friday.", role="assistant",
+                 context="user: yes"),
+        _episode("y1", "[2 May 2026] user: yes"),
+        _episode("a", "[9 May 2026] assistant: Let me check.", role="assistant",
+                 context="user: weather?"),
+        _episode("q", "[9 May 2026] user: weather?"),
+        _episode("y2", "[9 May 2026] user: yes"),
+    ])
+    assert lines == [
+        "[2 May 2026]",
+        "- user: yes",
+        "[9 May 2026]",
+        "- user: weather?",
+        "- assistant: Let me check.",
+        "- tool weather: 14°C, rain",
+        "- user: yes",
+        "- assistant: Booked for Friday.",
+    ]
+
+
+def test_a_short_message_inside_a_longer_word_of_a_memory_is_kept() -> None:
+    ok = _episode("o", "[3 May 2026] user: ok", message_ids=["m1"])
+    assert [e.key for e in new_episodes([ok], [_memory("Likes cooking on weekends")], [])] == ["o"]
