@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -319,6 +320,9 @@ def test_commands_close_the_files_they_open(data):
     for args in (["list"], ["search", "dark mode"], ["show", memory["id"]], ["stats"]):
         cli(*args, "-u", "alice")
     cli("delete", "--all", "-u", "alice", "--yes")
+    deadline = time.monotonic() + 10  # Chroma's Rust side closes its SQLite pool on its own thread
+    while _open_files_under(data) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert _open_files_under(data) == []  # Chroma's, the lexical index's, the checkpoints'
 
 
