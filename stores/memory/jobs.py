@@ -28,6 +28,7 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from engram.stores.namespaces import JOBS_NAMESPACE, user_label
+from engram.stores.steps import Steps, arun_steps, run_steps
 
 LEASE_SECONDS = 60.0
 """How long a job's owner may stay silent before another process may take the job over."""
@@ -122,18 +123,11 @@ def claim(
     on an embedded folder), the read and the write are one compare-and-set, so of processes
     claiming a job at the same moment one wins. Elsewhere it is a write and a read-back: two may
     both win, and run the job twice (its results are idempotent: nothing is written twice)."""
-    namespace = job_namespace(user_id)
-    write = pending_op(user_id, job_id, kind=kind, thread_id=thread_id)
-    if _compare_and_set(store):
-        with store.exclusive():  # type: ignore[attr-defined]
-            (item,) = store.batch([GetOp(namespace, job_id)])
-            if not claimable(item.value if item is not None else None):
-                return False
-            store.batch([write])
-            return True
-    store.batch([write])
-    (item,) = store.batch([GetOp(namespace, job_id)])
-    return item is not None and item.value.get("owner") == _OWNER
+    steps = _claim_steps(user_id, job_id, kind, thread_id, claimable, _compare_and_set(store))
+    if not _compare_and_set(store):
+        return run_steps(store, steps)
+    with store.exclusive():  # type: ignore[attr-defined]
+        return run_steps(store, steps)
 
 
 async def aclaim(
@@ -150,9 +144,29 @@ async def aclaim(
         return await asyncio.to_thread(
             claim, store, user_id, job_id, kind=kind, thread_id=thread_id, claimable=claimable
         )
-    namespace = job_namespace(user_id)
-    await store.abatch([pending_op(user_id, job_id, kind=kind, thread_id=thread_id)])
-    (item,) = await store.abatch([GetOp(namespace, job_id)])
+    return await arun_steps(store, _claim_steps(user_id, job_id, kind, thread_id, claimable, False))
+
+
+def _claim_steps(
+    user_id: str,
+    job_id: str,
+    kind: str,
+    thread_id: str | None,
+    claimable: Callable[[dict[str, Any] | None], bool],
+    compare_and_set: bool,
+) -> Steps[bool]:
+    """The claim's reads and writes: read, then write when claimable (inside a hold), or write,
+    then read back whose it is."""
+    read = GetOp(job_namespace(user_id), job_id)
+    write = pending_op(user_id, job_id, kind=kind, thread_id=thread_id)
+    if compare_and_set:
+        (item,) = yield [read]
+        if not claimable(item.value if item is not None else None):
+            return False
+        yield [write]
+        return True
+    yield [write]
+    (item,) = yield [read]
     return item is not None and item.value.get("owner") == _OWNER
 
 
