@@ -1,8 +1,9 @@
 """The merge decider: the memory model chooses replace, merge or keep both (seed 004).
 
-The write policy asks it about a new memory whose most similar memory of the same category is
-too similar to add blindly and not similar enough (or too different in its specifics) to merge by
-rule (`engram.stores.memory.write.decision`). The model names the relation of the two memories
+The write policy asks it about a new memory and a similar current memory (of any category, the
+most similar first, until one is replaced or merged) that is too similar to add blindly and not
+similar enough (or too different in its specifics) to merge by rule
+(`engram.stores.memory.write.decision`). The model names the relation of the two memories
 (`update` -> replace, `more_detail` -> merge, `different_thing` -> keep both) and writes them as
 one statement, in `MergeChoice`, through
 `engram.nodes.model.calls`: the output is bounded (`DECISION_MAX_TOKENS`, the schema's enum and

@@ -90,9 +90,10 @@ class LongTermMemory:
         lexical_weight: The lexical channel's share of the fused relevance.
         depth: Candidates taken from each channel of a hybrid search.
         clock: Returns the current time (timezone-aware); tests pass a fixed one.
-        merge_decider: Decides replace / merge / keep both for a candidate whose most similar
-            memory of its category is at least `decision_floor` similar but not for the rules
-            to merge (`engram.nodes.model.merge_decision.make_merge_decider`); None: the rules alone.
+        merge_decider: Decides replace / merge / keep both for a candidate and each of its most
+            similar current memories (any category) at least `decision_floor` similar but not
+            for the rules to merge, best first, until it replaces or merges one
+            (`engram.nodes.model.merge_decision.make_merge_decider`); None: the rules alone.
         decision_floor: Similarity from which `merge_decider` is asked; the default suits
             all-MiniLM-L6-v2 (`engram.stores.memory.write.decision.DECISION_FLOOR`).
 

@@ -59,7 +59,8 @@ class PolicySettings:
     duplicate_threshold: float = 0.9
     min_importance: float = 0.5
     merge_pool: int = 3
-    """How many similar memories of the category step 4 looks at."""
+    """How many similar memories step 4 looks at (of the candidate's category), and step 4b asks
+    a merge decider about at most (of any category)."""
     replace_floor: float = 0.4
     """Similarity from which a question the user answered with a change names a memory (3b)."""
     decision_floor: float | None = None
@@ -184,27 +185,37 @@ def upsert_steps(
         return (yield from _merge_into(namespace, hash_namespace, existing, content, digest,
                                        importance, candidate, sources, structured, now))
 
-    # 4b. similar, but not for the rules to merge: a merge decider (when there is one) chooses
-    #     replace, merge or keep both; without a usable answer the rule stands (add)
+    # 4b. similar, but not for the rules to merge: a merge decider (when there is one) is asked
+    #     about the most similar current memories of any category, best first, until it names one
+    #     the candidate updates (replace) or details (merge); a change the user states in words no
+    #     rule key knows ("we dropped buildium, its turbotenant now") then still retires the old
+    #     memory. Without a usable answer the rule stands (add)
     decision, reason = None, ""
-    if (question := _question(similar, content, candidate.key, settings)) is not None:
-        answer: Answer = yield question
-        existing = question.existing
-        problem = _answer_problem(answer, question)
-        if problem is None and answer.action == "replace":
-            key = candidate.key or existing.key  # the replacement takes over the old one's key
-            new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
-                             supersedes=[existing.id], **{**new_fields, "key": key})
-            result = yield from _supersede(namespace, hash_namespace, [existing], new, digest, now,
-                                           reason="the merge decider: it replaces a similar memory")
-            return replace(result, decision="replace")
-        if problem is None and answer.action == "merge":
-            result = yield from _merge_into(namespace, hash_namespace, existing, content, digest,
-                                            importance, candidate, sources, structured, now,
-                                            merged_text=_merged_text(answer))
-            return replace(result, decision="merge", reason="the merge decider merged them")
-        decision = "keep_both" if problem is None else "failed"
-        reason = "the merge decider kept both" if problem is None else f"{problem}: kept both"
+    if settings.decision_floor is not None:
+        flt = {"current": True, "forgotten": False}
+        (nearby,) = yield [SearchOp(namespace, flt, limit=settings.merge_pool, query=content)]
+        for question in _questions(nearby, content, candidate.key, settings.decision_floor):
+            answer: Answer = yield question
+            existing = question.existing
+            problem = _answer_problem(answer, question)
+            if problem is None and answer.action == "replace":
+                key = candidate.key or existing.key  # the replacement takes over the old one's key
+                new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
+                                 supersedes=[existing.id], **{**new_fields, "key": key})
+                result = yield from _supersede(
+                    namespace, hash_namespace, [existing], new, digest, now,
+                    reason="the merge decider: it replaces a similar memory",
+                )
+                return replace(result, decision="replace")
+            if problem is None and answer.action == "merge":
+                result = yield from _merge_into(namespace, hash_namespace, existing, content,
+                                                digest, importance, candidate, sources, structured,
+                                                now, merged_text=_merged_text(answer))
+                return replace(result, decision="merge", reason="the merge decider merged them")
+            if problem is not None:  # a model that failed once is not asked again for this one
+                decision, reason = "failed", f"{problem}: kept both"
+                break
+            decision, reason = "keep_both", "the merge decider kept both"
 
     # 5. add
     new = Memory.new(content, candidate.category, importance, now=now, id=new_id, **new_fields)
@@ -352,23 +363,20 @@ def _tokenizer() -> Tokenizer:
     return Tokenizer()
 
 
-def _question(
-    similar: list[Any], content: str, key: str | None, settings: PolicySettings
-) -> MergeQuestion | None:
-    """The question for the merge decider: about the most similar memory (at least
-    `decision_floor` similar, with no other `key`); None without a decider or such a memory."""
-    floor = settings.decision_floor
-    if floor is None:
-        return None
-    best: MergeQuestion | None = None
-    for item in similar:
-        if item.score is None or item.score < floor or (best and item.score <= best.similarity):
+def _questions(
+    nearby: list[Any], content: str, key: str | None, floor: float
+) -> list[MergeQuestion]:
+    """The merge decider's questions, most similar memory first: one per memory at least `floor`
+    similar, with no other `key` (a keyed value is the rules' to supersede)."""
+    questions = []
+    for item in sorted(nearby, key=lambda i: -(i.score or 0.0)):
+        if item.score is None or item.score < floor:
             continue
         existing = Memory.from_item(item)
         if existing.key and key and existing.key != key:
             continue
-        best = MergeQuestion(existing, content, item.score)
-    return best
+        questions.append(MergeQuestion(existing, content, item.score))
+    return questions
 
 
 def _answer_problem(answer: Answer, question: MergeQuestion) -> str | None:

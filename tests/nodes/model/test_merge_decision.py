@@ -136,10 +136,67 @@ async def test_unrelated_and_near_identical_memories_are_left_to_the_rules(store
     # above 0.9 and nothing specific: the rule merges
     repeated = MemoryCandidate(content="The user prefers dark mode in all editors",
                                category="preference")
-    other_kind = fact("The user prefers dark mode in editors and terminals")  # another category
-    results = await ltm.aupsert(USER, [unrelated, repeated, other_kind])
-    assert [r.action for r in results] == ["created", "merged", "created"]
-    assert [r.decision for r in results] == [None, None, None] and model.structured_calls == []
+    results = await ltm.aupsert(USER, [unrelated, repeated])
+    assert [r.action for r in results] == ["created", "merged"]
+    assert [r.decision for r in results] == [None, None] and model.structured_calls == []
+
+
+# -- several similar memories, any category ------------------------------------------------------
+
+BUILDIUM = "good. i use buildium for collecting rent and the lease docs"  # 0.49 to TURBOTENANT
+TURBOTENANT = "we dropped buildium, the fees got ridiculous for one unit. its turbotenant now."
+FEES = "The user thinks property software fees are too high for one unit"  # 0.46 to TURBOTENANT
+
+
+def stored_without_asking(store, *texts: str) -> None:
+    LongTermMemory(store).upsert(USER, [fact(text) for text in texts])
+
+
+async def test_a_change_no_rule_key_knows_supersedes_a_memory_of_another_category(store):
+    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    [old] = await ltm.aupsert(USER, [MemoryCandidate(content="现在用的 Trados 2021",
+                                                     category="project")])  # 0.72 to the change
+    [new] = await ltm.aupsert(USER, [MemoryCandidate(
+        content="trados 我不用了 太卡了 换成了 memoQ", category="preference")])
+    assert (new.action, new.decision) == ("superseded", "replace")
+    assert new.memory.category == "preference" and new.memory.supersedes == [old.memory.id]
+    assert current(ltm) == ["trados 我不用了 太卡了 换成了 memoQ"]
+    assert len(model.structured_calls) == 1
+
+
+async def test_the_model_is_asked_about_the_next_similar_memory_until_one_is_replaced(store):
+    ltm, model = deciding(
+        store,
+        {"relation": "different_thing", "merged": ""},  # the most similar one
+        {"relation": "update", "merged": ""},  # the next one
+    )
+    stored_without_asking(store, FEES, BUILDIUM)
+    [new] = await ltm.aupsert(USER, [fact(TURBOTENANT)])
+    assert (new.action, new.decision) == ("superseded", "replace")
+    asked = [messages[1].content for _, messages in model.structured_calls]
+    # best first: BUILDIUM (0.49), then FEES (0.46), which the answer replaces
+    assert [BUILDIUM in q for q in asked] == [True, False]
+    assert [FEES in q for q in asked] == [False, True]
+    assert [m.content for m in new.superseded] == [FEES]
+    assert current(ltm) == sorted([BUILDIUM, TURBOTENANT])
+
+
+async def test_keep_both_for_every_similar_memory_adds_and_asks_each_once(store):
+    ltm, model = deciding(store, *[{"relation": "different_thing", "merged": ""}] * 2)
+    stored_without_asking(store, FEES, BUILDIUM)
+    [new] = await ltm.aupsert(USER, [fact(TURBOTENANT)])
+    assert (new.action, new.decision) == ("created", "keep_both")
+    assert len(model.structured_calls) == 2
+    assert current(ltm) == sorted([FEES, BUILDIUM, TURBOTENANT])
+
+
+async def test_a_model_that_failed_is_not_asked_about_the_next_memory(store):
+    ltm, model = deciding(store, TimeoutError("slow"), {"relation": "update", "merged": ""})
+    stored_without_asking(store, FEES, BUILDIUM)
+    [new] = await ltm.aupsert(USER, [fact(TURBOTENANT)])
+    assert (new.action, new.decision) == ("created", "failed")
+    assert len(model.structured_calls) == 1
+    assert current(ltm) == sorted([FEES, BUILDIUM, TURBOTENANT])
 
 
 # -- failures and rejected answers ----------------------------------------------------------------
