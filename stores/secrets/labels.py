@@ -149,11 +149,12 @@ _DERIVED_VALUE = (
 19880316", "wifi密码就是手机号 139..."): the description goes with the number, since the memories
 may hold the birthday or the phone number that would give the secret away."""
 ENV_SECRET = re.compile(
-    r"\b[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY|ACCESS_KEY"
-    r"|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY)[A-Z0-9_]*"
-    r"\s*[=:]\s*" + _VALUE
+    r"\b(?:[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY|ACCESS_KEY"
+    r"|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY|_SK\b)[A-Z0-9_]*"
+    r"\s*[=:]|SK\s*=)\s*" + _VALUE
 )
-"""`*_PASSWORD=`, `*_SECRET=`, `*_TOKEN=`, `*_API_KEY=` assignments (environment files)."""
+"""`*_PASSWORD=`, `*_SECRET=`, `*_TOKEN=`, `*_API_KEY=` assignments (environment files), and the
+secret half of a cloud AK/SK pair as it is named in them (`ALIYUN_SK=`, `SK=`)."""
 
 
 def label_patterns() -> tuple[Rule, ...]:
@@ -174,7 +175,7 @@ def label_patterns() -> tuple[Rule, ...]:
                                           "登录", "登陆")))
     out.append(Rule("password", _PASS, ("pass",)))
     out.append(Rule("password", _ZH_DIGITS_LATER, ("密码",)))
-    out.append(Rule("password", ENV_SECRET, ("pass", "pwd", "secret", "token", "key")))
+    out.append(Rule("password", ENV_SECRET, ("pass", "pwd", "secret", "token", "key", "sk")))
     return tuple(out)
 
 
