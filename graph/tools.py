@@ -41,6 +41,7 @@ from engram.nodes.events import (
 )
 from engram.nodes.extract.statement import statement_candidate
 from engram.nodes.prompts import (
+    CONFIRM_MEMORY_TOOL_DESCRIPTION,
     DELETE_MEMORY_TOOL_DESCRIPTION,
     FORGET_MEMORY_TOOL_DESCRIPTION,
     REMEMBER_TOOL_DESCRIPTION,
@@ -48,6 +49,7 @@ from engram.nodes.prompts import (
     SEARCH_MEMORY_TOOL_DESCRIPTION,
 )
 from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.pending import PendingMemories
 from engram.stores.memory.types import Category
 
 INCOGNITO_ANSWER = "Memory is off in this incognito chat: nothing was searched or saved."
@@ -55,15 +57,21 @@ NO_STORE_ANSWER = "No memory store is configured for this agent: nothing was sea
 
 
 def memory_tools(
-    *, defaults: Context | None = None, restore: bool = False, delete: bool = False
+    *,
+    defaults: Context | None = None,
+    restore: bool = False,
+    delete: bool = False,
+    confirm: bool = False,
 ) -> list[BaseTool]:
     """The memory tools: `search_memory`, `remember` and `forget_memory` (and `restore_memory`,
-    `delete_memory`).
+    `delete_memory`, `confirm_memory`).
 
     Args:
         defaults: Settings for runs whose context is not an engram `Context`.
         restore: Also the tool that restores a forgotten memory.
         delete: Also the tool that deletes a memory for good (not restorable).
+        confirm: Also the tool that saves or discards memories waiting for the user's approval
+            (`Context.confirm_memories`).
 
     Example:
         >>> [t.name for t in memory_tools()]
@@ -78,6 +86,8 @@ def memory_tools(
         tools.append(create_restore_memory_tool(defaults=defaults))
     if delete:
         tools.append(create_delete_memory_tool(defaults=defaults))
+    if confirm:
+        tools.append(create_confirm_memory_tool(defaults=defaults))
     return tools
 
 
@@ -253,6 +263,67 @@ def create_delete_memory_tool(
         return f"Deleted for good: memory {memory_id}.", memory_id
 
     return _tool(delete_memory, "delete_memory", instructions)
+
+
+def create_confirm_memory_tool(
+    *, instructions: str = CONFIRM_MEMORY_TOOL_DESCRIPTION, defaults: Context | None = None
+) -> BaseTool:
+    """A tool that lists the memories waiting for the run's user's approval
+    (`Context.confirm_memories`), or saves or discards one of them as the user answered
+    (`engram.stores.memory.pending`): a saved one goes through the write policy and is announced
+    like any write, a discarded one is deleted and purged (`memory.deleted`). Its artifact is the
+    list of waiting memories, or what was done to one (`{"action", "memory_id"}`); not in
+    `memory_tools()` unless asked for.
+
+    Args:
+        instructions: The description the model reads.
+        defaults: Settings for runs whose context is not an engram `Context`.
+    """
+
+    async def confirm_memory(
+        memory_id: Annotated[
+            str | None, Field(description="The waiting memory's id; omit to list them.")
+        ] = None,
+        save: Annotated[
+            bool | None,
+            Field(description="With memory_id: true saves it (the user agreed), false discards it."),
+        ] = None,
+        *,
+        runtime: ToolRuntime[Any, Any],
+    ) -> tuple[str, Any]:
+        ctx, ltm = _scope(runtime, defaults)
+        if ltm is None:
+            return NO_STORE_ANSWER, None
+        pending = PendingMemories(ltm.store, ltm)
+        if not memory_id or not memory_id.strip():
+            rows = [
+                {"id": p.id, "content": p.content, "category": p.category}
+                for p in await pending.alist(ctx.user_id)
+            ]
+            if not rows:
+                return "No memory is waiting for the user's approval.", []
+            return json.dumps(rows, ensure_ascii=False), rows
+        memory_id = memory_id.strip()
+        if save is None:
+            return "Say what the user answered: save=true to save it, save=false to discard it.", None
+        if not save:
+            if not await pending.areject(ctx.user_id, memory_id):
+                return f"No memory waits with the id {memory_id!r}: call me without one.", None
+            runtime.stream_writer(deleted_event(ctx.user_id, memory_id))
+            return f"Discarded: memory {memory_id} was not saved.", {
+                "action": "rejected", "memory_id": memory_id,
+            }
+        result = await pending.aapprove(ctx.user_id, memory_id)
+        if result is None:
+            return f"No memory waits with the id {memory_id!r}: call me without one.", None
+        announce_writes(runtime.stream_writer, ctx.user_id, [result])
+        if result.memory is None:
+            return f"Not saved: {result.reason}", {"action": result.action, "memory_id": None}
+        return f"Saved as {result.memory.category} (id {result.memory.id}): " + (
+            result.memory.content
+        ), {"action": result.action, "memory_id": result.memory.id}
+
+    return _tool(confirm_memory, "confirm_memory", instructions)
 
 
 def _tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:

@@ -13,7 +13,9 @@ It extracts from the messages not extracted from yet (evicted ones first), in wi
 3 messages (seed 002) is shown with the messages before it as context. Candidates go through
 `LongTermMemory.aupsert` (redaction, duplicate, supersede, merge, add; importance below 0.5
 dropped), and each change is announced on LangGraph's custom stream as `memory.created`,
-`memory.updated` or `memory.superseded`. With a memory model, the write policy's uncertain
+`memory.updated` or `memory.superseded`. With `Context.confirm_memories` the candidates wait
+for the user's approval instead (`engram.stores.memory.pending`), announced as
+`memory.pending`. With a memory model, the write policy's uncertain
 similarity band is settled by the merge decider (`engram.nodes.model.merge_decision`); its answers are
 counted in `consolidation["decisions"]` and a decision that failed is recorded as a
 `merge_decision` failure (the threshold rule applied).
@@ -55,7 +57,7 @@ from langgraph.types import Overwrite
 
 from engram.nodes.episodes import episode_ops
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
-from engram.nodes.events import announce_writes
+from engram.nodes.events import announce_pending, announce_writes
 from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, extraction_for, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
@@ -64,6 +66,7 @@ from engram.nodes.text.tokens import TokenCounter, counter_for_model
 from engram.nodes.text.transcript import from_pending, split_exchanges, to_pending
 from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 from engram.stores.memory.long_term import LongTermMemory, WriteResult
+from engram.stores.memory.pending import PendingMemories, PendingMemory
 from engram.stores.memory.types import MemoryCandidate
 from engram.stores.memory.users import register_thread_op
 from engram.stores.memory.write.decision import MergeDecider
@@ -238,6 +241,7 @@ def make_consolidate(
         failures: list[dict[str, str]] = []
         written: list[str] = []
         results: list[WriteResult] = []
+        proposed: list[PendingMemory] = []
         fallbacks = 0
         for window in windows(todo, counter, max_messages=window_messages, max_tokens=window_tokens):
             context = _context_for(window, state["messages"], seen)
@@ -252,9 +256,15 @@ def make_consolidate(
             candidates = _most_important(candidates, window, counter, window_tokens)
             ids = [m.id for m in window if m.id]
             try:
-                window_results = await ltm.aupsert(
-                    ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
-                )
+                if ctx.confirm_memories:
+                    proposed.extend(await PendingMemories(runtime.store, ltm).apropose(
+                        ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
+                    ))
+                    window_results = []
+                else:
+                    window_results = await ltm.aupsert(
+                        ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
+                    )
             except RECOVERABLE_ERRORS as exc:
                 failures.append(record_failure("store", exc))
                 continue
@@ -263,6 +273,7 @@ def make_consolidate(
             written.extend(ids)
 
         announce_writes(runtime.stream_writer, ctx.user_id, results)
+        announce_pending(runtime.stream_writer, ctx.user_id, proposed)
         logger.info(
             "consolidated %d of %d messages (%s, %s extractor): %s",
             len(written), len(todo), trigger, extract.mode, _tally(results) or "nothing to remember",
@@ -288,6 +299,7 @@ def make_consolidate(
                 "actions": _counts(results),
                 **({"decisions": decision_counts(results)} if decider is not None else {}),
                 "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
+                **({"pending_ids": [p.id for p in proposed]} if ctx.confirm_memories else {}),
                 "at": datetime.now(UTC).isoformat(),
             },
             # A session-end run skips `start`, which otherwise resets the turn's failures.

@@ -89,6 +89,14 @@ class Context:
     incognito: bool = False
     """No recall and no extraction for this run (a temporary chat)."""
 
+    confirm_memories: bool = False
+    """Extracted memories wait for the user's approval instead of being saved: they are kept as
+    pending (never recalled), announced as `memory.pending`, and saved or dropped when the user
+    answers (`engram.stores.memory.pending`; the memory API and page, `engram memory pending /
+    approve / reject`, the `confirm_memory` tool). What the user asks to remember (the
+    `remember` tool) is saved at once; archived messages, the chat history, are recalled as
+    before (`recall_episodes=0` turns that off)."""
+
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     """The answering model's instructions; memories and the summary are appended to it."""
 
@@ -182,6 +190,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "episode_min_relevance": _number(0, 1, "a fused relevance; the best candidate scores 1"),
     "recall_timeout_ms": _integer(1, "milliseconds"),
     "incognito": _flag,
+    "confirm_memories": _flag,
     "system_prompt": _text,
     "memory_work": _choice("auto", "background", "inline"),
     "extraction": _choice("auto", "write", "review", "rules"),

@@ -9,6 +9,9 @@ or to undo its creation: `engram.stores.memory.manage.undo`), `category`, `conte
 - `memory.updated`: an existing memory confirmed or merged with a new statement;
 - `memory.superseded`: an old value replaced by a new one (kept as history);
 - `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back;
+- `memory.pending`: extracted, waiting for the user's approval (`Context.confirm_memories`):
+  `memory_id` is the pending memory's id (approve or reject it by that id), with `thread_id`,
+  the conversation it came from, and `question`, a sentence an app can put to the user;
 - `memory.deleted`: deleted for good (`deleted_event`): only `event`, `user_id` and `memory_id`,
   since what a person deletes should not live on in an app's event log.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from engram.stores.memory.pending import PendingMemory
 from engram.stores.memory.types import Memory, WriteResult
 
 MEMORY_CREATED = "memory.created"
@@ -26,6 +30,7 @@ MEMORY_SUPERSEDED = "memory.superseded"
 MEMORY_FORGOTTEN = "memory.forgotten"
 MEMORY_RESTORED = "memory.restored"
 MEMORY_DELETED = "memory.deleted"
+MEMORY_PENDING = "memory.pending"
 
 QUIET_ACTIONS = ("unchanged", "dropped")
 """Write-policy outcomes that change nothing and are not announced."""
@@ -79,3 +84,29 @@ def announce_writes(writer: Writer, user_id: str, results: Sequence[WriteResult]
                     MEMORY_SUPERSEDED, user_id, old, action="superseded", superseded_by=memory.id
                 )
             )
+
+
+def announce_pending(writer: Writer, user_id: str, proposed: Sequence[PendingMemory]) -> None:
+    """`memory.pending` for each memory newly waiting for the user's approval.
+
+    Example:
+        >>> p = PendingMemory(id="7d1e", content="Prefers TypeScript strict mode",
+        ...                   category="preference", importance=0.9, created_at="2026-01-01")
+        >>> announce_pending(print, "alice", [p])  # doctest: +NORMALIZE_WHITESPACE
+        {'event': 'memory.pending', 'user_id': 'alice', 'memory_id': '7d1e',
+         'category': 'preference', 'content': 'Prefers TypeScript strict mode', 'importance': 0.9,
+         'key': None, 'thread_id': None,
+         'question': 'Should I remember this? "Prefers TypeScript strict mode"'}
+    """
+    for pending in proposed:
+        writer({
+            "event": MEMORY_PENDING,
+            "user_id": user_id,
+            "memory_id": pending.id,
+            "category": pending.category,
+            "content": pending.content,
+            "importance": pending.importance,
+            "key": pending.key,
+            "thread_id": pending.source_thread_id,
+            "question": f'Should I remember this? "{pending.content}"',
+        })

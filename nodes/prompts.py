@@ -246,6 +246,14 @@ by its id. Call it when the user asks you to remember again something they had y
 """Description of the `restore_memory` tool (`engram.graph.tools`), not in `memory_tools()`'s
 default set."""
 
+CONFIRM_MEMORY_TOOL_DESCRIPTION = """Answer for the user whether to save memories that are waiting
+for their approval (found in earlier conversations, not saved until the user agrees). Without
+`memory_id` it lists what is waiting, each with its id; with `memory_id` and `save` it saves
+(true) or discards (false) that one. Call it when the user says yes or no to remembering
+something, or asks what you are waiting to remember. Never save one the user did not agree to."""
+"""Description of the `confirm_memory` tool (`engram.graph.tools`), for `Context.confirm_memories`;
+not in `memory_tools()`'s default set."""
+
 DELETE_MEMORY_TOOL_DESCRIPTION = """Delete one of the user's long-term memories for good, by the
 id that `search_memory` or `remember` gave. Call it only when the user asks for a memory to be
 erased permanently; it cannot be undone. When the user only wants you to stop using a memory,

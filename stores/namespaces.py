@@ -36,8 +36,12 @@ THREAD_NAMESPACE = "threads"
 JOBS_NAMESPACE = "memory_jobs"
 """Background memory-model work not yet applied to its thread: `("memory_jobs", label)`, keyed
 by job id (`engram.stores.memory.jobs`)."""
+PENDING_NAMESPACE = "pending_memories"
+"""Memories waiting for the user's confirmation (`Context.confirm_memories`):
+`("pending_memories", label)`, keyed by id, not indexed (`engram.stores.memory.pending`)."""
 USER_ROOTS = (
     MEMORY_NAMESPACE,
+    PENDING_NAMESPACE,
     HASH_NAMESPACE,
     EPISODE_NAMESPACE,
     JOURNAL_NAMESPACE,
@@ -96,6 +100,11 @@ def user_of_label(label: str) -> str | None:
 def memory_namespace(user_id: str) -> tuple[str, str]:
     """`("memories", user_label(user_id))`."""
     return (MEMORY_NAMESPACE, user_label(user_id))
+
+
+def pending_namespace(user_id: str) -> tuple[str, str]:
+    """`("pending_memories", user_label(user_id))`."""
+    return (PENDING_NAMESPACE, user_label(user_id))
 
 
 def hash_namespace(user_id: str) -> tuple[str, str]:

@@ -1,4 +1,5 @@
-"""The `engram` command, put together in one place: `engram eval ...` and `engram memory ...`.
+"""The `engram` command, put together in one place: `engram eval ...`, `engram memory ...` and
+`engram mcp`.
 
 Every command is registered here, in the order `--help` lists them; the command modules only
 define functions.
@@ -10,7 +11,8 @@ import typer
 
 from engram.graph.cli.eval import app as eval_app
 from engram.graph.cli.help import PlainCommand
-from engram.graph.cli.memory import edit, maintain, read, transfer
+from engram.graph.cli.mcp.command import mcp
+from engram.graph.cli.memory import edit, maintain, pending, read, transfer
 from engram.graph.cli.memory.support import ends_with_command
 
 MEMORY_COMMANDS = (
@@ -22,6 +24,9 @@ MEMORY_COMMANDS = (
     edit.forget,
     edit.restore,
     edit.delete,
+    pending.pending,
+    pending.approve,
+    pending.reject,
     maintain.maintain,
     transfer.export,
     transfer.import_,
@@ -52,6 +57,7 @@ app = typer.Typer(
 )
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
+app.command("mcp", cls=PlainCommand)(mcp)
 
 
 def main() -> None:

@@ -42,6 +42,12 @@ _ADDED = {
     "unchanged": "already stored",
 }
 """What `add` did, as it prints it: the memory it names is the one stored now."""
+ONLY_A_SECRET = (
+    "nothing stored: the text is only a secret (a password, key or token), and secrets are never "
+    "stored; write what to remember without the secret"
+)
+"""Why a memory the write policy dropped was not stored: with any importance kept, only a secret
+is dropped (`add`, and the MCP server's `remember`)."""
 _CATEGORY_HELP = (
     f"{', '.join(CATEGORIES)}. Default: guessed by the offline rules "
     '("I prefer ...", "Alice prefers ..." -> preference), else fact.'
@@ -114,11 +120,7 @@ def add(
             }
         )
     if result.memory is None:  # dropped: with any importance kept, only a secret is
-        raise CliError(
-            "nothing stored: the text is only a secret (a password, key or token), and secrets "
-            "are never stored; write what to remember without the secret",
-            code=2,
-        )
+        raise CliError(ONLY_A_SECRET, code=2)
     if as_json:
         return
     how = "" if category else (" (category guessed; pass --category to choose)")

@@ -1,0 +1,330 @@
+"""The MCP server of `engram mcp`: one user's long-term memories as four tools, `search_memories`,
+`remember`, `forget_memory` and `list_memories`, built with the official MCP SDK (`MCPServer`).
+
+The user is fixed when the server starts (`--user`): no tool takes a user id, so a client can
+never reach another user's memories. The store is the `engram memory` commands' (`open_backend`),
+opened once before serving and closed when the server stops; other processes on the same data
+(the graph, `engram memory add`) are seen by the next call, as the store reloads what they wrote.
+Writes go through the write policy, as `engram memory add` does, and forgetting is restorable.
+Bad input is a tool error (`is_error`) whose text says what was wrong; in stdio mode stdout
+carries only the protocol, and logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+
+from engram.graph.cli.memory.edit import ONLY_A_SECRET
+from engram.graph.cli.memory.support import cli_error, open_backend, validation_message
+from engram.nodes.extract.statement import statement_candidate
+from engram.stores.memory.categories import Category
+from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import Memory
+
+logger = logging.getLogger(__name__)
+
+INSTRUCTIONS = """The user's long-term memory, shared by the assistants they use (this one, their
+other chat apps and IDEs, their LangGraph agents). Search it when earlier context could help,
+remember what the user wants kept or states as lasting, and forget what they ask you to forget."""
+"""What the server tells a client about itself when it connects."""
+
+SEARCH_DESCRIPTION = """Search the user's long-term memory for what is relevant now: preferences,
+facts about them, their projects, lessons learned, skills and goals, remembered from earlier
+conversations with any of their assistants. Call it before answering when earlier context could
+help: the user refers to something from before ("my project", "as I said"), asks for advice that
+depends on their tastes or setup, or you are about to ask something they may have told you
+already. Returns the best matches first, each with its id; an empty list means nothing relevant
+is remembered."""
+"""Description of `search_memories`, for the assistant deciding whether to call it."""
+
+REMEMBER_DESCRIPTION = """Save one thing about the user to their long-term memory, shared with
+their other assistants. Call it when the user asks you to remember something, or states a
+lasting preference, fact, project, lesson, skill or goal that will matter in later
+conversations; not for details of the task at hand. Write one self-contained sentence about the
+user (e.g. "The user prefers TypeScript's strict mode"). Passwords, keys and tokens are never
+stored: they are removed, and a text that is only a secret is refused. A repeated memory is not
+saved twice, and a new value of something known (a changed preference) replaces the old one,
+which is kept as history. Returns what was done ("action") and the memory as stored, with its
+id."""
+"""Description of `remember`."""
+
+FORGET_DESCRIPTION = """Forget one of the user's memories, by the id that search_memories,
+list_memories or remember gave. Call it when the user asks you to forget something, or says a
+memory is wrong or no longer true (then remember the correct statement too, if they gave one).
+No assistant recalls the memory afterwards; it is kept, so the user can restore it."""
+"""Description of `forget_memory`."""
+
+LIST_DESCRIPTION = """List the user's current memories, most recently updated first, optionally
+of one category. Call it when the user asks what you remember about them, or to review their
+memories of a kind (all their goals, say); to find memories about a topic, use search_memories.
+Returns a page of memories; next_offset is the offset of the next page, or null after the
+last."""
+"""Description of `list_memories`."""
+
+WriteAction = Literal["created", "superseded", "merged", "duplicate", "unchanged"]
+_DONE: dict[str, str] = {
+    "created": "Saved.",
+    "superseded": "Saved; it replaces an older value, which is kept as history.",
+    "merged": "Merged into a memory that said nearly the same.",
+    "duplicate": "Already remembered: the existing memory was confirmed.",
+    "unchanged": "Already remembered.",
+}
+"""What `remember` did, per write-policy action, as the assistant reads it."""
+
+
+class MemoryView(BaseModel):
+    """One memory, as the tools show it."""
+
+    id: str
+    """Pass it to forget_memory."""
+    content: str
+    category: Category
+    importance: float
+    """0-1: how much the memory matters when memories are ranked."""
+    updated_at: str
+    """When it was written or last confirmed (ISO 8601, UTC)."""
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryView:
+        return cls(
+            id=memory.id,
+            content=memory.content,
+            category=memory.category,
+            importance=round(memory.importance, 2),
+            updated_at=memory.updated_at,
+        )
+
+
+class FoundMemory(MemoryView):
+    """A memory a search found."""
+
+    score: float
+    """How well it matches, with its importance and recency (higher is better)."""
+
+
+class SearchResult(BaseModel):
+    """What `search_memories` found, best first."""
+
+    memories: list[FoundMemory]
+
+
+class RememberResult(BaseModel):
+    """What `remember` did."""
+
+    action: WriteAction
+    """created, superseded (a new value replaced older ones), merged, duplicate (confirmed) or
+    unchanged."""
+    message: str
+    memory: MemoryView
+    """The memory stored now (for merged, duplicate and unchanged: the existing one)."""
+    superseded: list[MemoryView]
+    """The older values it replaced, kept as history."""
+
+
+class ForgetResult(BaseModel):
+    """What `forget_memory` did."""
+
+    message: str
+    forgotten: MemoryView
+
+
+class MemoryPage(BaseModel):
+    """A page of `list_memories`."""
+
+    memories: list[MemoryView]
+    next_offset: int | None
+    """The offset of the next page; None after the last."""
+
+
+def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
+    """The MCP server over `user_id`'s memories in `memory`'s store.
+
+    Args:
+        memory: The memories, with the write policy (`min_importance=0.0`, as the user asked).
+        user_id: The only user whose memories the tools reach.
+    """
+    server = MCPServer("engram", instructions=INSTRUCTIONS, log_level="INFO")
+
+    @server.tool(
+        description=SEARCH_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    async def search_memories(
+        query: Annotated[str, Field(description="What to look for, in a few words.")],
+        limit: Annotated[int, Field(ge=1, le=20, description="How many memories at most.")] = 5,
+    ) -> SearchResult:
+        if not query.strip():
+            raise ToolError("query is empty: say what to look for, e.g. 'editor preferences'")
+        with _tool_errors():
+            found = await memory.asearch(user_id, query, k=limit, touch=False)
+        return SearchResult(
+            memories=[
+                FoundMemory(**MemoryView.of(s.memory).model_dump(), score=round(s.score, 3))
+                for s in found
+            ]
+        )
+
+    @server.tool(
+        description=REMEMBER_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, open_world_hint=False
+        ),
+    )
+    async def remember(
+        text: Annotated[
+            str,
+            Field(description="The statement to keep: one sentence, at most 2000 characters."),
+        ],
+        category: Annotated[
+            Category | None,
+            Field(description="Leave it out to let engram guess it from the wording."),
+        ] = None,
+    ) -> RememberResult:
+        try:
+            candidate = statement_candidate(text, category=category)
+        except ValidationError as exc:
+            raise ToolError(f"nothing stored: {validation_message(exc)}") from exc
+        with _tool_errors():
+            [result] = await memory.aupsert(user_id, [candidate])
+        if result.memory is None:
+            raise ToolError(ONLY_A_SECRET)
+        return RememberResult(
+            action=result.action,  # type: ignore[arg-type]  # dropped is handled above
+            message=_DONE[result.action],
+            memory=MemoryView.of(result.memory),
+            superseded=[MemoryView.of(m) for m in result.superseded],
+        )
+
+    @server.tool(
+        description=FORGET_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    async def forget_memory(
+        id: Annotated[str, Field(description="The memory's id.")],
+    ) -> ForgetResult:
+        memory_id = id.strip()
+        if not memory_id:
+            raise ToolError("id is empty: give the id search_memories or list_memories showed")
+        with _tool_errors():
+            forgotten = await memory.aforget(user_id, memory_id)
+        if forgotten is None:
+            raise ToolError(
+                f"no memory has the id {memory_id!r}: search_memories or list_memories give the ids"
+            )
+        return ForgetResult(
+            message="Forgotten: no longer recalled. The user can restore it with "
+            f"`engram memory restore {forgotten.id} --user {shlex.quote(user_id)}`.",
+            forgotten=MemoryView.of(forgotten),
+        )
+
+    @server.tool(
+        description=LIST_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    async def list_memories(
+        category: Annotated[
+            Category | None, Field(description="Only this category; leave it out for all.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=100, description="How many at most.")] = 20,
+        offset: Annotated[int, Field(ge=0, description="How many to skip (paging).")] = 0,
+    ) -> MemoryPage:
+        with _tool_errors():
+            found = await memory.alist(
+                user_id,
+                categories=[category] if category else None,
+                limit=limit + 1,  # one more tells whether a next page exists
+                offset=offset,
+            )
+        return MemoryPage(
+            memories=[MemoryView.of(m) for m in found[:limit]],
+            next_offset=offset + limit if len(found) > limit else None,
+        )
+
+    return server
+
+
+def serve(
+    user_id: str, data: str | None, *, transport: Literal["stdio", "http"], host: str, port: int
+) -> None:
+    """Open the user's store, serve it, and close it when serving ends: over stdio when the
+    client closes stdin (as MCP clients do to stop a server; SIGTERM ends the process at once,
+    every write already saved), over HTTP on Ctrl-C or SIGTERM. Logs go to stderr.
+
+    Raises:
+        CliError: The store could not be opened (`open_backend`).
+    """
+    logging.basicConfig(  # before the SDK's (a rich console): one plain line per record
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    with _stdout_to_stderr() if transport == "stdio" else nullcontext():
+        backend = open_backend(data, create=True)  # a new user's first `remember` creates it
+    with backend:
+        server = build_server(LongTermMemory(backend.store, min_importance=0.0), user_id)
+        where = "stdio" if transport == "stdio" else f"http://{host}:{port}/mcp"
+        logger.info("serving the memories of %r in %s over %s", user_id, backend.where, where)
+        try:
+            if transport == "http":
+                _serve_http(server, host, port)
+            else:  # until the client closes stdin, as MCP clients do to stop a server
+                server.run("stdio")
+        except KeyboardInterrupt:  # stop serving, close the store
+            pass
+    logger.info("stopped serving; the store is closed")
+
+
+def _serve_http(server: MCPServer, host: str, port: int) -> None:
+    """Serve streamable HTTP until Ctrl-C or SIGTERM. uvicorn stops on either and then raises
+    the signal again for the handler it found: for SIGTERM that is Python's Ctrl-C handler
+    meanwhile, so the store is closed on SIGTERM too instead of the process dying at once."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        server.run("streamable-http", host=host, port=port)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """What the person can fix (a missing embedding model, the data folder busy or unreadable,
+    `cli_error`) as a tool error whose text says what to do; anything else stays a crash."""
+    try:
+        yield
+    except Exception as exc:
+        error = cli_error(exc)
+        if error is None:
+            raise
+        raise ToolError(str(error)) from exc
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what anything writes to stdout (file descriptor 1) to stderr meanwhile: in stdio
+    mode stdout carries only the protocol. While serving, the SDK diverts it itself."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
