@@ -260,3 +260,41 @@ erased permanently; it cannot be undone. When the user only wants you to stop us
 forget it instead."""
 """Description of the `delete_memory` tool (`engram.graph.tools`), not in `memory_tools()`'s
 default set."""
+
+MCP_INSTRUCTIONS = """The user's long-term memory, shared by the assistants they use (this one, their
+other chat apps and IDEs, their LangGraph agents). Search it when earlier context could help,
+remember what the user wants kept or states as lasting, and forget what they ask you to forget."""
+"""What `engram mcp` tells a client about itself when it connects (`engram.graph.cli.mcp.server`)."""
+
+MCP_SEARCH_DESCRIPTION = """Search the user's long-term memory for what is relevant now: preferences,
+facts about them, their projects, lessons learned, skills and goals, remembered from earlier
+conversations with any of their assistants. Call it before answering when earlier context could
+help: the user refers to something from before ("my project", "as I said"), asks for advice that
+depends on their tastes or setup, or you are about to ask something they may have told you
+already. Returns the best matches first, each with its id; an empty list means nothing relevant
+is remembered."""
+"""Description of the MCP server's `search_memories` tool (`engram.graph.cli.mcp.server`)."""
+
+MCP_REMEMBER_DESCRIPTION = """Save one thing about the user to their long-term memory, shared with
+their other assistants. Call it when the user asks you to remember something, or states a
+lasting preference, fact, project, lesson, skill or goal that will matter in later
+conversations; not for details of the task at hand. Write one self-contained sentence about the
+user (e.g. "The user prefers TypeScript's strict mode"). Passwords, keys and tokens are never
+stored: they are removed, and a text that is only a secret is refused. A repeated memory is not
+saved twice, and a new value of something known (a changed preference) replaces the old one,
+which is kept as history. Returns what was done ("action") and the memory as stored, with its
+id."""
+"""Description of the MCP server's `remember` tool (`engram.graph.cli.mcp.server`)."""
+
+MCP_FORGET_DESCRIPTION = """Forget one of the user's memories, by the id that search_memories,
+list_memories or remember gave. Call it when the user asks you to forget something, or says a
+memory is wrong or no longer true (then remember the correct statement too, if they gave one).
+No assistant recalls the memory afterwards; it is kept, so the user can restore it."""
+"""Description of the MCP server's `forget_memory` tool (`engram.graph.cli.mcp.server`)."""
+
+MCP_LIST_DESCRIPTION = """List the user's current memories, most recently updated first, optionally
+of one category. Call it when the user asks what you remember about them, or to review their
+memories of a kind (all their goals, say); to find memories about a topic, use search_memories.
+Returns a page of memories; next_offset is the offset of the next page, or null after the
+last."""
+"""Description of the MCP server's `list_memories` tool (`engram.graph.cli.mcp.server`)."""

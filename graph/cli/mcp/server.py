@@ -29,49 +29,18 @@ from pydantic import BaseModel, Field, ValidationError
 from engram.graph.cli.memory.edit import ONLY_A_SECRET
 from engram.graph.cli.memory.support import cli_error, open_backend, validation_message
 from engram.nodes.extract.statement import statement_candidate
+from engram.nodes.prompts import (
+    MCP_FORGET_DESCRIPTION,
+    MCP_INSTRUCTIONS,
+    MCP_LIST_DESCRIPTION,
+    MCP_REMEMBER_DESCRIPTION,
+    MCP_SEARCH_DESCRIPTION,
+)
 from engram.stores.memory.categories import Category
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Memory
 
 logger = logging.getLogger(__name__)
-
-INSTRUCTIONS = """The user's long-term memory, shared by the assistants they use (this one, their
-other chat apps and IDEs, their LangGraph agents). Search it when earlier context could help,
-remember what the user wants kept or states as lasting, and forget what they ask you to forget."""
-"""What the server tells a client about itself when it connects."""
-
-SEARCH_DESCRIPTION = """Search the user's long-term memory for what is relevant now: preferences,
-facts about them, their projects, lessons learned, skills and goals, remembered from earlier
-conversations with any of their assistants. Call it before answering when earlier context could
-help: the user refers to something from before ("my project", "as I said"), asks for advice that
-depends on their tastes or setup, or you are about to ask something they may have told you
-already. Returns the best matches first, each with its id; an empty list means nothing relevant
-is remembered."""
-"""Description of `search_memories`, for the assistant deciding whether to call it."""
-
-REMEMBER_DESCRIPTION = """Save one thing about the user to their long-term memory, shared with
-their other assistants. Call it when the user asks you to remember something, or states a
-lasting preference, fact, project, lesson, skill or goal that will matter in later
-conversations; not for details of the task at hand. Write one self-contained sentence about the
-user (e.g. "The user prefers TypeScript's strict mode"). Passwords, keys and tokens are never
-stored: they are removed, and a text that is only a secret is refused. A repeated memory is not
-saved twice, and a new value of something known (a changed preference) replaces the old one,
-which is kept as history. Returns what was done ("action") and the memory as stored, with its
-id."""
-"""Description of `remember`."""
-
-FORGET_DESCRIPTION = """Forget one of the user's memories, by the id that search_memories,
-list_memories or remember gave. Call it when the user asks you to forget something, or says a
-memory is wrong or no longer true (then remember the correct statement too, if they gave one).
-No assistant recalls the memory afterwards; it is kept, so the user can restore it."""
-"""Description of `forget_memory`."""
-
-LIST_DESCRIPTION = """List the user's current memories, most recently updated first, optionally
-of one category. Call it when the user asks what you remember about them, or to review their
-memories of a kind (all their goals, say); to find memories about a topic, use search_memories.
-Returns a page of memories; next_offset is the offset of the next page, or null after the
-last."""
-"""Description of `list_memories`."""
 
 WriteAction = Literal["created", "superseded", "merged", "duplicate", "unchanged"]
 _DONE: dict[str, str] = {
@@ -155,10 +124,10 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         memory: The memories, with the write policy (`min_importance=0.0`, as the user asked).
         user_id: The only user whose memories the tools reach.
     """
-    server = MCPServer("engram", instructions=INSTRUCTIONS, log_level="INFO")
+    server = MCPServer("engram", instructions=MCP_INSTRUCTIONS, log_level="INFO")
 
     @server.tool(
-        description=SEARCH_DESCRIPTION,
+        description=MCP_SEARCH_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     async def search_memories(
@@ -177,7 +146,7 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         )
 
     @server.tool(
-        description=REMEMBER_DESCRIPTION,
+        description=MCP_REMEMBER_DESCRIPTION,
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=False, open_world_hint=False
         ),
@@ -208,7 +177,7 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         )
 
     @server.tool(
-        description=FORGET_DESCRIPTION,
+        description=MCP_FORGET_DESCRIPTION,
         annotations=ToolAnnotations(
             read_only_hint=False,
             destructive_hint=False,
@@ -235,7 +204,7 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         )
 
     @server.tool(
-        description=LIST_DESCRIPTION,
+        description=MCP_LIST_DESCRIPTION,
         annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
     )
     async def list_memories(
