@@ -1,0 +1,105 @@
+"""Whose memories a request may see: the user the deployment authenticated, or, in local
+development only, the user the `X-Engram-User` header names.
+
+1. **Authenticated**: when authentication middleware ran for the request (LangGraph's auth on
+   custom routes with `"enable_custom_route_auth": true` under `"http"` in langgraph.json, or
+   Starlette's `AuthenticationMiddleware` in your own app), its authenticated user's `identity`
+   is the user id. A header naming someone else is refused (403), never obeyed.
+2. **Local development**: the `X-Engram-User` header, accepted only when the app allows it:
+   `create_app(user_header=True)`, or by default under `langgraph dev` when langgraph.json
+   configures no auth. The value is the user id; one that is not plain ASCII is sent
+   percent-encoded as UTF-8 (`%E5%BC%A0%E4%B8%89` for 张三, and `%25` for a `%`), as browsers
+   must.
+3. Otherwise the request is refused (401) with what to set.
+
+Any non-empty string is a user id (`engram.stores.namespaces`); an id made only of whitespace is
+refused (400).
+"""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote
+
+from starlette.requests import Request
+
+from engram.graph.http.errors import ApiError
+
+USER_HEADER = "X-Engram-User"
+"""The header naming the user in local development."""
+LOCAL_DEV_VARIANT = ("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")
+"""What `langgraph dev` sets in its server's environment."""
+AUTH_ENV = "LANGGRAPH_AUTH"
+"""Set by the LangGraph server when langgraph.json configures auth."""
+MAX_USER_CHARS = 1000
+
+
+def header_allowed_by_default() -> bool:
+    """Whether the header names the user when the app was not told: only under `langgraph dev`
+    (the in-memory development server) with no auth configured."""
+    name, value = LOCAL_DEV_VARIANT
+    return os.environ.get(name) == value and not os.environ.get(AUTH_ENV)
+
+
+def request_user(request: Request, *, header_allowed: bool) -> str:
+    """The user id whose memories `request` may read and change.
+
+    Raises:
+        ApiError: No user (401), a header naming another user than the authenticated one (403),
+            or a header that is not a user id (400).
+    """
+    named = _header_user(request)
+    authenticated = _authenticated_identity(request)
+    if authenticated is not None:
+        if named is not None and named != authenticated:
+            raise ApiError(
+                403,
+                f"you are authenticated as {authenticated!r} and may only see your own memories; "
+                f"leave out {USER_HEADER}",
+            )
+        return authenticated
+    if not header_allowed:
+        raise ApiError(
+            401,
+            "no authenticated user: put engram's routes behind authentication (LangGraph: "
+            '"enable_custom_route_auth": true under "http" in langgraph.json, with an "auth" '
+            "handler; your own app: authentication middleware), or, in local development "
+            f"(langgraph dev without auth, or create_app(user_header=True)), send {USER_HEADER}",
+        )
+    if named is None:
+        raise ApiError(
+            401,
+            f"no user given: send the {USER_HEADER} header with the id of the user whose memories "
+            f"you mean (local development), e.g. {USER_HEADER}: alice",
+        )
+    return named
+
+
+def _authenticated_identity(request: Request) -> str | None:
+    """The identity of the user authentication middleware authenticated, if any ran and did."""
+    user = request.scope.get("user")
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    identity = getattr(user, "identity", None)
+    return identity if isinstance(identity, str) and identity.strip() else None
+
+
+def _header_user(request: Request) -> str | None:
+    raw = request.headers.get(USER_HEADER)
+    if raw is None:
+        return None
+    try:
+        user_id = unquote(raw.encode("latin-1").decode("utf-8"), errors="strict")
+    except UnicodeError:
+        raise ApiError(
+            400, f"{USER_HEADER} is not UTF-8: percent-encode the user id as UTF-8"
+        ) from None
+    if not user_id.strip():
+        raise ApiError(
+            400,
+            f"{USER_HEADER} is empty or only whitespace: send the id of the user whose memories "
+            "you mean",
+        )
+    if len(user_id) > MAX_USER_CHARS:
+        raise ApiError(400, f"{USER_HEADER} is longer than {MAX_USER_CHARS} characters")
+    return user_id
