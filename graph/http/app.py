@@ -24,6 +24,7 @@ from starlette.applications import Starlette
 
 from engram.graph.http.memories import MemoryApi
 from engram.graph.http.page import page_route
+from engram.graph.http.pending import PendingApi
 from engram.graph.http.store import StoreSource
 
 
@@ -33,7 +34,8 @@ def create_app(
     user_header: bool | None = None,
     store_factory: Callable[[], BaseStore] | None = None,
 ) -> Starlette:
-    """The memory API (`/api/memories...`) and the memories page (`/memories`).
+    """The memory API (`/api/memories...`, the pending memories at `/api/memories/pending...`)
+    and the memories page (`/memories`).
 
     Args:
         store: The store holding the memories (you close it); None: `store_factory()`'s,
@@ -62,8 +64,8 @@ def create_app(
         finally:
             await source.aclose()
 
-    # pending memories (waiting for a person's confirmation) get their routes beside these
-    routes = [*memories.routes(), page_route("/memories")]
+    pending = PendingApi(memories)
+    routes = [*pending.routes(), *memories.routes(), page_route("/memories")]
     return Starlette(routes=routes, lifespan=lifespan)
 
 

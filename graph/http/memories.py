@@ -87,7 +87,7 @@ class MemoryApi:
 
     async def list(self, request: Request) -> Response:
         """A page of the user's memories, most recently updated first, with the total."""
-        user = self._user(request)
+        user = self.user(request)
         limit, offset = paging(request.query_params)
         wanted = categories(request.query_params)
         which = state(request.query_params)
@@ -113,10 +113,10 @@ class MemoryApi:
 
     async def search(self, request: Request) -> Response:
         """Memories ranked as recall ranks them, best first (not counted as a recall)."""
-        user = self._user(request)
+        user = self.user(request)
         body = await json_body(request, SearchRequest)
         whole_states = body.state in ("current", "all")
-        found = await (await self._memory()).asearch(
+        found = await (await self.memory()).asearch(
             user,
             body.query,
             body.limit if whole_states else MAX_LIMIT,
@@ -146,7 +146,7 @@ class MemoryApi:
         """Add a memory through the write policy, answering what it did: `created`, `merged`,
         `duplicate`, `superseded` (it replaced an older value, kept as history) or
         `unchanged`."""
-        user = self._user(request)
+        user = self.user(request)
         body = await json_body(request, NewMemory)
         try:
             candidate = statement_candidate(
@@ -154,7 +154,7 @@ class MemoryApi:
             )
         except ValidationError as exc:
             raise ApiError(400, f"nothing stored: {validation_detail(exc, where=False)}") from None
-        [result] = await (await self._memory()).aupsert(user, [candidate])
+        [result] = await (await self.memory()).aupsert(user, [candidate])
         if result.memory is None:  # dropped: with any importance kept, only a secret is
             raise ApiError(
                 422,
@@ -173,7 +173,7 @@ class MemoryApi:
 
     async def get(self, request: Request) -> Response:
         """One memory, in any state, with `maintenance`: what maintenance did to it (or null)."""
-        user = self._user(request)
+        user = self.user(request)
         memory_id = request.path_params["memory_id"]
         found = await arun_steps(await self.source.get(), _memory_and_journal(user, memory_id))
         if found is None:
@@ -186,9 +186,9 @@ class MemoryApi:
     async def forget(self, request: Request) -> Response:
         """Forget a memory (restorable), or with `permanent=true` delete it for good: gone from
         every file of the data folder, as `engram memory delete` does."""
-        user = self._user(request)
+        user = self.user(request)
         memory_id = request.path_params["memory_id"]
-        memory = await self._memory()
+        memory = await self.memory()
         if flag(request.query_params, "permanent"):
             if not await memory.adelete(user, memory_id):
                 raise _not_found(memory_id)
@@ -201,9 +201,9 @@ class MemoryApi:
     async def restore(self, request: Request) -> Response:
         """Undo forgetting and what maintenance did to a memory; `changed` is false, with a
         `reason`, when there was nothing to undo."""
-        user = self._user(request)
+        user = self.user(request)
         memory_id = request.path_params["memory_id"]
-        result = await (await self._memory()).arestore(user, memory_id)
+        result = await (await self.memory()).arestore(user, memory_id)
         if result is None:
             raise _not_found(memory_id)
         return json_answer(
@@ -218,14 +218,14 @@ class MemoryApi:
 
     async def stats(self, request: Request) -> Response:
         """Counts of the user's memories per state and category, and of what else is stored."""
-        user = self._user(request)
+        user = self.user(request)
         found = await arun_steps(await self.source.get(), stats_steps(user))
         return json_answer(found.to_dict())
 
     async def export(self, request: Request) -> Response:
         """The user's memories as memory.md (`forgotten=true`, `superseded=true` add those
         parts), as `engram memory export` writes it; import it with `engram memory import`."""
-        user = self._user(request)
+        user = self.user(request)
         include_forgotten = flag(request.query_params, "forgotten")
         include_superseded = flag(request.query_params, "superseded")
         memories = await arun_steps(await self.source.get(), memories_steps(user))
@@ -242,11 +242,13 @@ class MemoryApi:
             headers={**PRIVATE_HEADERS, "Content-Disposition": 'attachment; filename="memory.md"'},
         )
 
-    def _user(self, request: Request) -> str:
+    def user(self, request: Request) -> str:
+        """Whose memories `request` may see (`engram.graph.http.users`)."""
         allowed = header_allowed_by_default() if self.user_header is None else self.user_header
         return request_user(request, header_allowed=allowed)
 
-    async def _memory(self) -> LongTermMemory:
+    async def memory(self) -> LongTermMemory:
+        """The user's memories in the app's store, written as a person asks."""
         # importance is the person's call: nothing they add is dropped as unimportant
         return LongTermMemory(await self.source.get(), min_importance=0.0)
 

@@ -1,6 +1,7 @@
 """The memories page in a real headless Chromium (Debian's `/usr/bin/chromium`, driven by
 Playwright), against the app under uvicorn in another process on a data folder seeded as after a
-few conversations: a person picks a user, searches, filters by kind, forgets and restores a
+few conversations: a person picks a user, saves one of two memories waiting for their approval
+and dismisses the other, searches, filters by kind, forgets and restores a
 memory, sees one that `engram memory add` writes from a third process appear, and deletes one
 whose text looks like HTML, which the page shows as text. The test saves the screenshot the docs
 show (docs/assets/memories-page.png)."""
@@ -15,12 +16,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import TESTS, free_port, stop_process_group, wait_for_port
+from conftest import TESTS, files_holding, free_port, stop_process_group, wait_for_port
 from playwright.sync_api import Page, expect, sync_playwright
 
 from engram.graph.http import USER_HEADER
 from engram.stores.chroma.store import make_store
 from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
+from engram.stores.memory.pending import PendingMemories
 from engram.stores.memory.types import utc_now
 
 pytestmark = pytest.mark.server
@@ -71,6 +73,8 @@ SEEDED = [  # (days ago, thread, recalls, text, category, importance)
     ),
     (0.1, "e4a6b8c0-1d2f-4e5a-8b9c-0d1e2f3a4b5c", 0, "Alice's cat is called Miso", "fact", 0.6),
 ]
+PENDING = ["Alice's sister lives in Porto", "Alice keeps her bike in the office basement"]
+"""What extraction found in confirmation mode, waiting for alice's answer."""
 UNAUTHORIZED = "Failed to load resource: the server responded with a status of 401"
 HTML_TEXT = '<img src=x onerror="window.pwned = 1">Alice pasted this'
 
@@ -113,8 +117,14 @@ def test_a_person_governs_their_memories_on_the_page(server: str, tmp_path: Path
             assert problems == []
             page.reload()  # the user id stays in the browser
             expect(page.locator("#user")).to_have_value("alice")
-            expect(page.locator("#memories li.memory")).to_have_count(len(SEEDED) + 1)
+            expect(page.locator("#memories li.memory")).to_have_count(len(SEEDED) + 2)
+            expect(page.locator("#pending-list li")).to_have_count(1)
             page.screenshot(path=str(SCREENSHOT), full_page=True)
+            bike = page.locator("#pending-list li", has_text="bike")
+            bike.locator(".reject").click()
+            expect(page.locator("#pending")).to_be_hidden()
+            expect(page.locator("#memories li.memory", has_text="bike")).to_have_count(0)
+            assert files_holding(tmp_path, "basement") == []
         finally:
             browser.close()
 
@@ -126,6 +136,13 @@ def _govern(page: Page, url: str, folder: Path, asked: list[str]) -> None:
     page.fill("#user", "alice")
     page.press("#user", "Enter")
     expect(rows).to_have_count(len(SEEDED))
+    waiting = page.locator("#pending-list li")
+    expect(waiting).to_have_count(len(PENDING))
+    expect(page.locator("#pending")).to_be_visible()
+    waiting.filter(has_text="Porto").locator(".approve").click()
+    expect(waiting).to_have_count(1)
+    expect(rows).to_have_count(len(SEEDED) + 1)
+    expect(rows.filter(has_text="Porto").locator(".meta")).to_contain_text("active")
     expect(rows.filter(has_text="dark mode").locator(".meta")).to_contain_text(
         "updated 6 days ago · recalled 3× · importance 0.90 · thread c0ffee42 · active"
     )
@@ -203,5 +220,8 @@ def _seed(folder: Path) -> None:
             [written] = memory.upsert("alice", [candidate], thread_id=thread)
             for _ in range(recalls):
                 memory.touch("alice", [written.memory.id])
+        PendingMemories(store).propose(
+            "alice", [MemoryCandidate(content=text, category="fact") for text in PENDING]
+        )
     finally:
         store.close()

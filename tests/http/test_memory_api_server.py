@@ -18,12 +18,17 @@ from langgraph_dev import REPO, LangGraphDev, langgraph_dev
 from langgraph_sdk import get_client
 
 from engram.graph.http import USER_HEADER
+from engram.stores.chroma.store import ChromaStore, default_index
+from engram.stores.memory.pending import PendingMemories
+from engram.stores.memory.types import MemoryCandidate
 
 pytestmark = pytest.mark.server
 
 DOCS = REPO / "docs" / "api.md"
 DOCS_URL = "http://localhost:2024"
 DOCS_ID = "3f2c9a1e-8d36-482e-aae4-93a6d76d2f0d"
+DOCS_PENDING_IDS = ("9b0e4c2d-6a71-5f3e-8c55-2d1f7a9e4b60", "5c8d2e7f-0b14-5a96-9d3e-7f21c4a8b053")
+"""The example pending ids: the first is approved, the second dismissed."""
 """The memory id the docs' examples use; the test puts a real one in its place."""
 ENGRAM = "from engram.graph.cli import main; main()"  # the `engram` console script
 
@@ -115,8 +120,11 @@ def test_the_curl_examples_of_the_docs_run_as_written(dev: LangGraphDev) -> None
     assert len(blocks) >= 3
     with httpx.Client(base_url=dev.url, headers={USER_HEADER: "alice"}, timeout=60) as api:
         added = api.post("/api/memories", json={"text": "Alice prefers dark mode"}).json()
+    waiting = _pending(dev, "Alice's sister lives in Porto", "Alice keeps her bike downstairs")
     for block in blocks:
         script = block.replace(DOCS_URL, dev.url).replace(DOCS_ID, added["memory"]["id"])
+        for example, real in zip(DOCS_PENDING_IDS, waiting):
+            script = script.replace(example, real)
         done = subprocess.run(
             [
                 "bash",
@@ -132,3 +140,18 @@ def test_the_curl_examples_of_the_docs_run_as_written(dev: LangGraphDev) -> None
             cwd=dev.data,
         )
         assert done.returncode == 0, f"{block}\n{done.stdout}\n{done.stderr}"
+    with httpx.Client(base_url=dev.url, headers={USER_HEADER: "alice"}, timeout=60) as api:
+        assert api.get("/api/memories/pending").json()["pending"] == []
+        assert "Alice's sister lives in Porto" in [
+            m["content"] for m in api.get("/api/memories").json()["memories"]
+        ]
+
+
+def _pending(dev: LangGraphDev, *texts: str) -> list[str]:
+    """Memories waiting for alice's approval, proposed from this process on the server's data
+    folder, as the graph in confirmation mode would; their ids."""
+    with ChromaStore(path=dev.data / "chroma", index=default_index()) as store:
+        proposed = PendingMemories(store).propose(
+            "alice", [MemoryCandidate(content=text, category="fact") for text in texts]
+        )
+    return [p.id for p in proposed]
