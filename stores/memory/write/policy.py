@@ -50,6 +50,8 @@ from engram.stores.steps import AskingSteps, Steps
 
 MAX_SOURCE_IDS = 100
 """Provenance kept per memory: the most recent source message ids."""
+SUBJECT_TERMS = frozenset({"user", "用户"})
+"""Terms every memory a model writes may share ("The user prefers ..."): not a shared topic."""
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,8 @@ def upsert_steps(
                                        importance, candidate, sources, structured, now))
 
     # 4b. similar, but not for the rules to merge: a merge decider (when there is one) is asked
-    #     about the most similar current memories of any category, best first, until it names one
+    #     about the most similar current memories of any category that share a term with the
+    #     candidate, best first, until it names one
     #     the candidate updates (replace) or details (merge); a change the user states in words no
     #     rule key knows ("we dropped buildium, its turbotenant now") then still retires the old
     #     memory. Without a usable answer the rule stands (add)
@@ -367,13 +370,22 @@ def _questions(
     nearby: list[Any], content: str, key: str | None, floor: float
 ) -> list[MergeQuestion]:
     """The merge decider's questions, most similar memory first: one per memory at least `floor`
-    similar, with no other `key` (a keyed value is the rules' to supersede)."""
+    similar that shares a term with the candidate (the lexical index's terms: stemmed words,
+    Chinese bigrams), with no other `key` (a keyed value is the rules' to supersede).
+
+    The shared term is what keeps an embedding's vague likeness from retiring a memory, as in
+    step 3b: all-MiniLM-L6-v2 scores unrelated Chinese sentences 0.4-0.66 ("我青霉素过敏" and
+    a hospital app's password: 0.47), and a small model asked about such a pair answers `update`
+    for most of them, while an update names what it changes ("we dropped buildium ...")."""
+    terms = set(_tokenizer()(content)) - SUBJECT_TERMS
     questions = []
     for item in sorted(nearby, key=lambda i: -(i.score or 0.0)):
         if item.score is None or item.score < floor:
             continue
         existing = Memory.from_item(item)
         if existing.key and key and existing.key != key:
+            continue
+        if not terms & set(_tokenizer()(existing.content)):
             continue
         questions.append(MergeQuestion(existing, content, item.score))
     return questions

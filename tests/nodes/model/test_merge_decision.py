@@ -190,6 +190,18 @@ async def test_keep_both_for_every_similar_memory_adds_and_asks_each_once(store)
     assert current(ltm) == sorted([FEES, BUILDIUM, TURBOTENANT])
 
 
+async def test_a_memory_that_shares_no_term_is_not_asked_about(store):
+    # all-MiniLM-L6-v2 finds these 0.54 similar; a small model called such pairs updates
+    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    stored_without_asking(store, "我青霉素过敏 小时候打针差点休克")
+    [new] = await ltm.aupsert(USER, [fact("医院app的账号就是手机号 老是忘")])
+    assert (new.action, new.decision) == ("created", None) and model.structured_calls == []
+    # nor does writing about "the user" make two memories about one thing (0.58)
+    stored_without_asking(store, "The user is a nurse")
+    [new] = await ltm.aupsert(USER, [fact("The user works night shifts at a hospital")])
+    assert new.decision is None and model.structured_calls == []
+
+
 async def test_a_model_that_failed_is_not_asked_about_the_next_memory(store):
     ltm, model = deciding(store, TimeoutError("slow"), {"relation": "update", "merged": ""})
     stored_without_asking(store, FEES, BUILDIUM)
