@@ -149,12 +149,13 @@ _DERIVED_VALUE = (
 19880316", "wifi密码就是手机号 139..."): the description goes with the number, since the memories
 may hold the birthday or the phone number that would give the secret away."""
 ENV_SECRET = re.compile(
-    r"\b(?:[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY|ACCESS_KEY"
-    r"|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY|_SK\b)[A-Z0-9_]*"
-    r"\s*[=:]|SK\s*=)\s*" + _VALUE
+    r"\b(?:(?i:[A-Z][A-Z0-9_]*(?:PASSWORD|PASSWD|PWD|SECRET|TOKEN(?!S)|API_?KEY|PRIVATE_KEY"
+    r"|ACCESS_KEY|(?:MASTER|ENCRYPTION|SIGNING|CLIENT|APP|AUTH|LICENSE|ACCOUNT|SSH)_?KEY)"
+    r"[A-Z0-9_]*)\s*[=:]|[A-Z][A-Z0-9_]*_SK\s*[=:]|SK\s*=)\s*" + _VALUE
 )
-"""`*_PASSWORD=`, `*_SECRET=`, `*_TOKEN=`, `*_API_KEY=` assignments (environment files), and the
-secret half of a cloud AK/SK pair as it is named in them (`ALIYUN_SK=`, `SK=`)."""
+"""`*_PASSWORD=`, `*_SECRET=`, `*_TOKEN=`, `*_API_KEY=` assignments in any case (environment
+files, config, code: `app_secret=...`), and the secret half of a cloud AK/SK pair as it is
+named in them (`ALIYUN_SK=`, `SK=`)."""
 
 
 def label_patterns() -> tuple[Rule, ...]:

@@ -15,7 +15,8 @@ all that reaches the BM25 index. Detection, in four families, applied in this or
   or Chinese — passwords, passcodes and PINs (`password: X`, `pw X`, `密码是X`, `口令 X`,
   `PIN 是 1234`), login pairs (`login is alice / X`), card security codes, tokens and keys
   (`api key: X`, `aws_secret_access_key = X`, `密钥 X`) and `*_PASSWORD=`, `*_SECRET=`,
-  `*_TOKEN=` assignments and the secret half of an AK/SK pair (`ALIYUN_SK=X`, `SK=X`);
+  `*_TOKEN=` assignments in any case (`app_secret=X`) and the secret half of an AK/SK pair
+  (`ALIYUN_SK=X`, `SK=X`);
 - **card numbers** (`engram.stores.secrets.cards`): 13–19 digits that pass the Luhn check and
   look like a card, or that follow a card word;
 - **random-looking tokens** (`engram.stores.secrets.entropy`): 32+ characters mixing cases and
