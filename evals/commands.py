@@ -1,4 +1,5 @@
-"""What `engram eval` and `engram eval locomo` do, so the CLI module stays a thin parser.
+"""What `engram eval` and `engram eval locomo` do, so the CLI module stays a thin parser
+(answer accuracy, `--mode qa` and `engram eval longmemeval`: `engram.evals.qa.command`).
 
 Each command validates its inputs first (paths, model specs, the embedder's files), so a mistake
 is reported before anything runs; then it runs with a progress bar, writes `report.json` and
@@ -140,7 +141,7 @@ def suite_command(
         dialogs = load_suite(path)
     except DialogFileError as exc:
         raise EvalSetupError(str(exc)) from exc
-    _check_out(out)
+    check_out(out)
     if jobs < 1:
         raise EvalSetupError(f"--jobs must be at least 1, got {jobs}")
     models = load_models(model, memory_model)
@@ -194,7 +195,7 @@ def suite_command(
         failures=failure_counts(runs),
         dialogs=dialog_rows(runs),
     )
-    return _finish(report, out, strict, console)
+    return finish(report, out, strict, console)
 
 
 def locomo_command(
@@ -210,16 +211,17 @@ def locomo_command(
     """`engram eval locomo`: the LoCoMo retrieval benchmark in engine or graph mode."""
     from engram.evals.locomo.engine import arun_engine, load_locomo
 
-    wanted = _conversation_ids(conversations)
+    wanted = conversation_ids(conversations)
     try:
         loaded = load_locomo(data, wanted)
     except (FileNotFoundError, ValueError) as exc:
         raise EvalSetupError(str(exc)) from exc
     if mode == "engine" and memory_model:
         raise EvalSetupError(
-            "--memory-model only applies to --mode graph (engine mode uses no model)"
+            "--memory-model only applies to --mode graph and --mode qa (engine mode uses no "
+            "model)"
         )
-    _check_out(out)
+    check_out(out)
     models = load_models(None, memory_model)
     embeddings = load_embeddings()
     ids = [c.sample_id for c in loaded]
@@ -259,10 +261,12 @@ def locomo_command(
         timing={"wall_seconds": round(time.perf_counter() - began, 1)},
         **extra,
     )
-    return _finish(report, out, strict, console)
+    return finish(report, out, strict, console)
 
 
-def _finish(report: dict[str, Any], out: Path, strict: bool, console: Console) -> int:
+def finish(report: dict[str, Any], out: Path, strict: bool, console: Console) -> int:
+    """Write the report, print its tables, and return the exit code (1: a target missed under
+    `strict`)."""
     json_path, html_path = write_report(report, out)
     console.print(report_tables(report))
     console.print(f"wrote {json_path} and {html_path}")
@@ -273,12 +277,14 @@ def _finish(report: dict[str, Any], out: Path, strict: bool, console: Console) -
     return 1 if strict else 0
 
 
-def _check_out(out: Path) -> None:
+def check_out(out: Path) -> None:
+    """Refuse an `--out` that exists and is not a folder (before anything runs)."""
     if out.exists() and not out.is_dir():
         raise EvalSetupError(f"--out {out} exists and is not a folder: pass a folder")
 
 
-def _conversation_ids(raw: str | None) -> list[str] | None:
+def conversation_ids(raw: str | None) -> list[str] | None:
+    """The sample ids of `--conversations` (None: every conversation)."""
     if raw is None:
         return None
     ids = [part.strip() for part in raw.split(",") if part.strip()]

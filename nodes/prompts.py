@@ -298,3 +298,105 @@ memories of a kind (all their goals, say); to find memories about a topic, use s
 Returns a page of memories; next_offset is the offset of the next page, or null after the
 last."""
 """Description of the MCP server's `list_memories` tool (`engram.graph.cli.mcp.server`)."""
+
+# --- answer-accuracy evals (`engram eval locomo --mode qa`, `engram eval longmemeval`) ---------
+# Written for engram after the criteria of the published protocols: mem0's LoCoMo evaluation
+# (answer in a few words, resolve relative dates against the message dates, prefer the most
+# recent of contradicting memories; a lenient CORRECT/WRONG judge returning a JSON "label") and
+# LongMemEval's (a yes/no judge per question type). The wording is engram's, not theirs, which
+# the report says: scores may differ a little from runs with the original prompts.
+
+LOCOMO_ANSWER_SYSTEM_PROMPT = """You answer questions about a long conversation between {speaker_a} and {speaker_b}, using only what is remembered of it (below).
+
+How to answer:
+- Look at everything below that concerns the question, and at the date of each message or memory.
+- When two things contradict each other, the more recent one holds.
+- Turn relative times into dates: "last year" in a message of 4 May 2022 means 2022 minus one, so 2021; "two months ago" becomes a month and year. Answer with the date, not the relative phrase.
+- Do not mix up the people mentioned in a message with the two speakers.
+- Think it through, then give a short, specific answer of at most five or six words."""
+"""The answering model's instructions for a LoCoMo question; the context (engram's memory
+block, the whole conversation, or nothing) follows it in the system message and the question is
+the user's message. `{speaker_a}`, `{speaker_b}`: the speakers."""
+
+LOCOMO_JUDGE_PROMPT = """Grade an answer to a question about a conversation between two people as CORRECT or WRONG.
+
+You get the question, the gold (reference) answer, which is usually short, and the answer to grade, which may be longer. Be lenient: the answer is CORRECT when it is about the same thing as the gold answer (gold "a shell necklace" and "she brought back a necklace made of shells" match). For a question about time, it is CORRECT when it names the same date or period as the gold answer, in any format or as a relative time that works out to it ("7 May" and "May 7th" are the same date).
+
+Question: {question}
+Gold answer: {gold_answer}
+Answer to grade: {generated_answer}
+
+Explain your reasoning in one sentence, then give the label as JSON with the key "label": {{"label": "CORRECT"}} or {{"label": "WRONG"}}. Never write both labels."""
+"""The LoCoMo judge: one user message; the verdict is the JSON `label`. Lenient by design, as
+the published protocol's judge is, which the report says."""
+
+LOCOMO_ADVERSARIAL_GOLD = "Not mentioned in the conversation"
+"""The gold answer of a LoCoMo category-5 (adversarial) question, which the conversation does
+not answer (the data holds only the tempting wrong answer)."""
+
+LONGMEMEVAL_ANSWER_SYSTEM_PROMPT = """Below are earlier chats between you and the user. Answer the user's question from what is relevant in them.
+
+Today's date: {date}"""
+"""The answering model's instructions for a LongMemEval question (the chats are the context
+that follows); `{date}`: the question's date."""
+
+_LONGMEMEVAL_JUDGE_END = (
+    "\n\nQuestion: {question}\n\n{answer_label}: {answer}\n\nResponse: {response}\n\n"
+    "{ask} Reply with yes or no only."
+)
+_LONGMEMEVAL_CONTAINS = (
+    "You check a model's response against the correct answer to a question. Say yes when the "
+    "response gives the correct answer, says the same thing in other words, or shows every "
+    "step that leads to it; say no when it gives only part of what the answer needs."
+)
+LONGMEMEVAL_JUDGE_PROMPTS: dict[str, str] = {
+    "default": _LONGMEMEVAL_CONTAINS
+    + _LONGMEMEVAL_JUDGE_END.replace("{answer_label}", "Correct answer").replace(
+        "{ask}", "Is the response correct?"
+    ),
+    "temporal-reasoning": _LONGMEMEVAL_CONTAINS
+    + " A count of days, weeks or months that is off by one still counts as correct (19 days "
+    "for 18)."
+    + _LONGMEMEVAL_JUDGE_END.replace("{answer_label}", "Correct answer").replace(
+        "{ask}", "Is the response correct?"
+    ),
+    "knowledge-update": _LONGMEMEVAL_CONTAINS
+    + " A response that also mentions what was true before is still correct when the answer it "
+    "gives as current is the correct one."
+    + _LONGMEMEVAL_JUDGE_END.replace("{answer_label}", "Correct answer").replace(
+        "{ask}", "Is the response correct?"
+    ),
+    "single-session-preference": (
+        "You check whether a model's response fits what the user would want, given a rubric. "
+        "Say yes when it recalls and uses the user's personal information correctly; it need "
+        "not cover every point of the rubric."
+    )
+    + _LONGMEMEVAL_JUDGE_END.replace("{answer_label}", "Rubric").replace(
+        "{ask}", "Does the response fit the rubric?"
+    ),
+    "abstention": (
+        "The question cannot be answered from the chats; the explanation says why. Say yes "
+        "when the response recognises that: it says the information is missing or incomplete, "
+        "or gives what is known without the part that was asked."
+    )
+    + _LONGMEMEVAL_JUDGE_END.replace("{answer_label}", "Explanation").replace(
+        "{ask}", "Does the response recognise that the question cannot be answered?"
+    ),
+}
+"""LongMemEval's judge, by question type ("default": single-session-user, single-session-
+assistant, multi-session; "abstention": questions whose id ends in `_abs`); one user message
+(`{question}`, `{answer}`, `{response}`), correct when the reply says yes."""
+
+FULL_CONTEXT_BLOCK_TEMPLATE = """<conversation_history>
+{transcript}
+</conversation_history>"""
+"""The full-context baseline's context: the whole conversation, session by session."""
+
+FULL_CONTEXT_SESSION_HEADING = "## Session {number} ({date})"
+"""Heads each session of the full-context transcript."""
+
+FULL_CONTEXT_TRUNCATED_NOTE = (
+    "[the {count} oldest messages are left out: the whole conversation does not fit in the "
+    "model's context window]"
+)
+"""Opens a full-context transcript cut to fit the window (the newest messages are kept)."""

@@ -16,7 +16,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 from langgraph.store.memory import InMemoryStore
 
@@ -266,3 +267,24 @@ class GatedMemoryModel(StructuredFakeChatModel):
             return inner.invoke(model_input)
 
         return RunnableLambda(answer)
+
+
+class FunctionChatModel(RecordingChatModel):
+    """A recording fake chat model that answers any number of calls, each with
+    `reply(messages)`: what it says depends on what it was sent.
+
+    Example:
+        >>> model = FunctionChatModel(reply=lambda messages: messages[-1].content.upper())
+        >>> model.invoke("hello").content
+        'HELLO'
+    """
+
+    reply: Any = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("messages", iter(()))
+        super().__init__(**kwargs)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any):  # type: ignore[override]
+        self.calls.append(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self.reply(messages)))])

@@ -82,12 +82,14 @@ class Turn:
 
 @dataclass(frozen=True)
 class Question:
-    """A question of categories 1-4 with its evidence turn ids, normalised."""
+    """A question with its evidence turn ids, normalised (categories 1-4 unless asked for more)."""
 
     text: str
     category: int
     evidence: tuple[str, ...]
     answer: str = ""
+    index: int = -1
+    """Its position in the sample's `qa` list (with the sample id, the question's key)."""
 
     @property
     def category_name(self) -> str:
@@ -97,7 +99,8 @@ class Question:
 
 @dataclass(frozen=True)
 class Conversation:
-    """One LoCoMo sample: its turns in order and its answerable retrieval questions."""
+    """One LoCoMo sample: its turns in order and its questions (by default, those retrieval can
+    score)."""
 
     sample_id: str
     speaker_a: str
@@ -105,7 +108,8 @@ class Conversation:
     turns: tuple[Turn, ...]
     questions: tuple[Question, ...]
     skipped_questions: int = 0
-    """Questions of categories 1-4 left without any evidence id that names one of its turns."""
+    """Questions of the loaded categories left out for want of an evidence id naming one of its
+    turns (only when evidence is required)."""
     dropped_evidence: tuple[str, ...] = ()
     """Evidence ids that were unparseable or named no turn of the conversation."""
 
@@ -186,8 +190,21 @@ def normalize_evidence(
     return tuple(kept), tuple(dropped)
 
 
-def load_locomo(path: str | Path, conversations: Iterable[str] | None = None) -> list[Conversation]:
+def load_locomo(
+    path: str | Path,
+    conversations: Iterable[str] | None = None,
+    *,
+    categories: Collection[int] = RETRIEVAL_CATEGORIES,
+    require_evidence: bool = True,
+) -> list[Conversation]:
     """Read LoCoMo's JSON (`locomo10.json` or a subset), optionally only some sample ids.
+
+    Args:
+        path: The JSON file.
+        conversations: Sample ids to keep, in this order (default: all, in the file's order).
+        categories: Question categories to keep (default: 1-4, those with evidence).
+        require_evidence: Skip questions none of whose evidence ids names a turn (retrieval
+            cannot score them; answering can).
 
     Raises:
         FileNotFoundError: `path` does not exist.
@@ -210,7 +227,9 @@ def load_locomo(path: str | Path, conversations: Iterable[str] | None = None) ->
         raise ValueError(
             f"conversation(s) {', '.join(unknown)} not in {path}; it holds {', '.join(parsed)}"
         )
-    return [_conversation(parsed[sample_id], path) for sample_id in wanted]
+    return [
+        _conversation(parsed[sample_id], path, categories, require_evidence) for sample_id in wanted
+    ]
 
 
 def turn_text(turn: Turn, *, with_caption: bool = True) -> str:
@@ -420,7 +439,9 @@ def _means(ranked: Sequence[tuple[Question, Sequence[str]]], ks: Sequence[int]) 
     return out
 
 
-def _conversation(sample: dict[str, Any], path: Path) -> Conversation:
+def _conversation(
+    sample: dict[str, Any], path: Path, categories: Collection[int], require_evidence: bool
+) -> Conversation:
     try:
         conv = sample["conversation"]
         sessions = sorted(
@@ -442,17 +463,17 @@ def _conversation(sample: dict[str, Any], path: Path) -> Conversation:
         questions: list[Question] = []
         skipped = 0
         dropped: list[str] = []
-        for qa in sample["qa"]:
-            if qa["category"] not in RETRIEVAL_CATEGORIES:
+        for index, qa in enumerate(sample["qa"]):
+            if qa["category"] not in categories:
                 continue
             evidence, lost = normalize_evidence(qa.get("evidence") or [], known)
             dropped.extend(lost)
-            if not evidence:
+            if not evidence and require_evidence:
                 skipped += 1
                 continue
-            questions.append(
-                Question(qa["question"], qa["category"], evidence, str(qa.get("answer", "")))
-            )
+            questions.append(Question(
+                qa["question"], qa["category"], evidence, str(qa.get("answer", "")), index
+            ))
         return Conversation(
             sample_id=sample["sample_id"],
             speaker_a=conv["speaker_a"],

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -76,10 +77,16 @@ class Coverage:
 
 def session_steps(conversation: Conversation, turns: Sequence[Turn]) -> list[Step]:
     """A session's turns as graph runs (see the module docstring); the last run ends the session."""
+    return message_steps([turn_message(conversation, turn) for turn in turns])
+
+
+def message_steps(messages: Sequence[BaseMessage]) -> list[Step]:
+    """A session's messages as graph runs: each AI message is the scripted reply to the messages
+    before it (an AI message with no user message before it joins the next input), and a last
+    run ends the session with what is left."""
     steps: list[Step] = []
     pending: list[BaseMessage] = []
-    for turn in turns:
-        message = turn_message(conversation, turn)
+    for message in messages:
         if isinstance(message, AIMessage) and any(isinstance(m, HumanMessage) for m in pending):
             steps.append(Step(pending, message))
             pending = []
@@ -129,7 +136,10 @@ async def arun_graph(
         async with sandbox(
             ScriptedChatModel(replies=replies), embeddings=embeddings, memory_model=memory_model
         ) as box:
-            await _ingest(box, conversation, plan, on_turn)
+            await ingest(
+                box, plan, user_id=conversation_user(conversation),
+                thread_prefix=conversation.sample_id, on_turn=on_turn,
+            )
             ingested = time.perf_counter()
             for question in conversation.questions:
                 rows.append((question, await _recall_coverage(box, conversation, question, ks)))
@@ -138,7 +148,7 @@ async def arun_graph(
                     "id": conversation.sample_id,
                     "turns": len(conversation.turns),
                     "questions": len(conversation.questions),
-                    **await _store_counts(box, _user(conversation)),
+                    **await store_counts(box, conversation_user(conversation)),
                     "ingest_seconds": round(ingested - began, 1),
                     "question_seconds": round(time.perf_counter() - ingested, 1),
                 }
@@ -185,23 +195,47 @@ def coverage_means(
     return out
 
 
-async def _ingest(
+async def ingest(
     box: Sandbox,
-    conversation: Conversation,
     plan: Sequence[Sequence[Step]],
-    on_turn: Callable[[], None] | None,
-) -> None:
-    ctx = Context(user_id=_user(conversation), memory_work="inline")  # deterministic replay
+    *,
+    user_id: str,
+    thread_prefix: str,
+    on_turn: Callable[[], None] | None = None,
+    callbacks: Sequence[BaseCallbackHandler] = (),
+) -> list[float]:
+    """Replay sessions through the sandbox's graph, one thread each (`<thread_prefix>-session-N`),
+    memory work inline so that each run has written its memories when it returns.
+
+    Args:
+        box: The sandbox whose graph answers with the scripted replies of `plan`.
+        plan: Each session's graph runs (`session_steps`, `message_steps`), in order.
+        user_id: Whose memories the sessions write.
+        thread_prefix: Names the sessions' threads.
+        on_turn: Called once per message ingested (progress).
+        callbacks: LangChain callback handlers for every run (e.g. a `RunRecorder`).
+
+    Returns:
+        The milliseconds each graph run took, in order.
+    """
+    ctx = Context(user_id=user_id, memory_work="inline")  # deterministic replay
+    took: list[float] = []
     for number, steps in enumerate(plan, start=1):
-        config = {"configurable": {"thread_id": f"{conversation.sample_id}-session-{number}"}}
+        config: dict[str, Any] = {
+            "configurable": {"thread_id": f"{thread_prefix}-session-{number}"},
+            "callbacks": list(callbacks),
+        }
         for step in steps:
             payload: dict[str, Any] = {"messages": step.messages}
             if step.reply is None:
                 payload["end_session"] = True
+            began = time.perf_counter()
             await box.graph.ainvoke(payload, config, context=ctx)
+            took.append((time.perf_counter() - began) * 1000.0)
             if on_turn is not None:
                 for _ in range(len(step.messages) + (step.reply is not None)):
                     on_turn()
+    return took
 
 
 async def _recall_coverage(
@@ -211,14 +245,14 @@ async def _recall_coverage(
     out: dict[str, Coverage] = {}
     for k in ks:
         ctx = Context(
-            user_id=_user(conversation),
+            user_id=conversation_user(conversation),
             recall_k=k,
             recall_episodes=k,
             recall_timeout_ms=RECALL_TIMEOUT_MS,
         )
         memories, episodes = await recall(box.store, ctx, question.text)
         out[str(k)] = _coverage(memories, episodes, known)
-    default = Context(user_id=_user(conversation), recall_timeout_ms=RECALL_TIMEOUT_MS)
+    default = Context(user_id=conversation_user(conversation), recall_timeout_ms=RECALL_TIMEOUT_MS)
     memories, episodes = await recall(box.store, default, question.text)
     out["default"] = _coverage(memories, episodes, known)
     return out
@@ -233,12 +267,15 @@ def _coverage(memories: Sequence[Any], episodes: Sequence[Any], known: set[str])
     return Coverage(frozenset(ids & known), len(memories), len(episodes))
 
 
-async def _store_counts(box: Sandbox, user_id: str) -> dict[str, int]:
+async def store_counts(box: Sandbox, user_id: str) -> dict[str, int]:
+    """How many memories (superseded ones included) and archived messages the user has."""
     ltm = LongTermMemory(box.store)
     memories = await ltm.alist(user_id, include_superseded=True, limit=100_000)
     episodes = await box.store.asearch(LongTermMemory.episode_namespace(user_id), limit=100_000)
     return {"memories": len(memories), "episodes": len(episodes)}
 
 
-def _user(conversation: Conversation) -> str:
+def conversation_user(conversation: Conversation) -> str:
+    """The user whose threads a conversation's sessions are (its sample id, dots replaced:
+    namespace labels cannot hold them)."""
     return conversation.sample_id.replace(".", "-")

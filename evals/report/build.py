@@ -3,7 +3,7 @@
 A report is a plain dict:
 
 ```
-{"kind": "suite" | "locomo",
+{"kind": "suite" | "locomo" | "qa",
  "mode": "offline" | "<memory model spec>" | "engine" | "graph",
  "metrics": {name: number or None, ..., "latency_p50_ms": {node: ms}, ...},
  "targets": {name: {"target": ">= 0.8", "value": 0.83, "pass": true}},
@@ -45,7 +45,7 @@ _PACKAGES = (
 
 def build_report(
     *,
-    kind: Literal["suite", "locomo"],
+    kind: Literal["suite", "locomo", "qa"],
     mode: str,
     metrics: dict[str, Any],
     targets: Sequence[Target],

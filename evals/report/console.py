@@ -39,13 +39,16 @@ class TurnProgress:
 
 
 @contextmanager
-def turn_progress(console: Console, total: int, label: str) -> Iterator[TurnProgress]:
-    """A live progress bar on `console` for `total` turns (hidden when it is not a terminal)."""
+def turn_progress(
+    console: Console, total: int, label: str, unit: str = "turns"
+) -> Iterator[TurnProgress]:
+    """A live progress bar on `console` for `total` turns, or other `unit`s (hidden when it is
+    not a terminal)."""
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("turns"),
+        TextColumn(unit),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         TextColumn("{task.fields[status]}", style="dim"),
@@ -88,7 +91,35 @@ def report_tables(report: Mapping[str, Any]) -> Group:
     by_category = metrics.get("by_category")
     if isinstance(by_category, Mapping) and by_category:
         parts.append(_category_table(by_category))
+    if report.get("systems"):
+        parts.append(_systems_table(report["systems"], report.get("protocol", {})))
     return Group(*parts)
+
+
+def _systems_table(systems: Mapping[str, Mapping[str, Any]], protocol: Mapping[str, Any]) -> Table:
+    """Answer accuracy: each system's J (95% interval), F1, BLEU-1, tokens and latency, with
+    the published figures for scale under it."""
+    table = Table(title="systems (same questions, same models)", title_justify="left")
+    table.add_column("system", no_wrap=True)
+    for column in ("J", "95% CI", "F1", "BLEU-1", "tokens/q", "answer ms p50/p95"):
+        table.add_column(column, justify="right")
+    for name, f in systems.items():
+        interval = f.get("j_ci95")
+        table.add_row(
+            name, format_number(f.get("j")),
+            f"{interval[0]:.2f}-{interval[1]:.2f}" if interval else "",
+            format_number(f.get("f1")), format_number(f.get("bleu1")),
+            format_number(f.get("prompt_tokens")),
+            f"{format_number(f.get('answer_latency_p50_ms'))}/"
+            f"{format_number(f.get('answer_latency_p95_ms'))}",
+        )
+    published = protocol.get("published_j", {})
+    if published:
+        table.caption = "published J (comparable only with the same models): " + ", ".join(
+            f"{name} {format_number(j)}" for name, j in published.items()
+        )
+        table.caption_justify = "left"
+    return table
 
 
 def _evidence_table(dialogs: list[Mapping[str, Any]]) -> Table | None:

@@ -96,8 +96,24 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "recall_timeouts": "turns whose recall ran out of its time budget and answered without memories (count)",
     "latency_p50_ms": "median milliseconds per graph node",
     "latency_p95_ms": "95th-percentile milliseconds per graph node",
+    # answer accuracy (kind "qa"): engram's figures; the report's systems table has all of them
+    "j": "answers the judge called correct / judged answers (the papers' J)",
+    "j_ci95_low": "lower end of J's 95% Wilson score interval",
+    "j_ci95_high": "upper end of J's 95% Wilson score interval",
+    "f1": "F1 of the answer's and the gold answer's word sets, mean over answers",
+    "bleu1": "BLEU-1 of the answer against the gold answer, mean over answers",
+    "prompt_tokens_per_question": "tokens of the answering prompt, mean per question",
+    "answer_latency_p50_ms": "median milliseconds to answer a question (recall included)",
+    "answer_latency_p95_ms": "95th-percentile milliseconds to answer a question",
+    "memory_write_latency_p50_ms": "median milliseconds per graph run while writing the sessions",
+    "memory_write_latency_p95_ms": "95th-percentile milliseconds per graph run while writing",
+    "memory_model_calls": "memory-model calls spent writing the sessions (count)",
+    "memory_model_tokens": "tokens the memory model reported spending on them (count)",
+    "answers": "questions answered (count)",
+    "judged": "answers the judge graded (count)",
+    "judge_unparsed": "judge replies that said neither correct nor wrong, scored wrong (count)",
 }
-"""One line per suite metric: what it counts (shown next to the value in every report)."""
+"""One line per metric: what it counts (shown next to the value in every report)."""
 
 LOWER_IS_BETTER = frozenset(
     {
@@ -113,6 +129,14 @@ LOWER_IS_BETTER = frozenset(
         "prompt_tokens_per_turn",
         "memory_model_fallbacks",
         "recall_timeouts",
+        "prompt_tokens_per_question",
+        "answer_latency_p50_ms",
+        "answer_latency_p95_ms",
+        "memory_write_latency_p50_ms",
+        "memory_write_latency_p95_ms",
+        "memory_model_calls",
+        "memory_model_tokens",
+        "judge_unparsed",
     }
 )
 
@@ -130,6 +154,16 @@ COUNT_METRICS = frozenset(
         "model_tokens_per_turn",
         "memory_model_fallbacks",
         "recall_timeouts",
+        "prompt_tokens_per_question",
+        "answer_latency_p50_ms",
+        "answer_latency_p95_ms",
+        "memory_write_latency_p50_ms",
+        "memory_write_latency_p95_ms",
+        "memory_model_calls",
+        "memory_model_tokens",
+        "answers",
+        "judged",
+        "judge_unparsed",
     }
 )
 """Metrics that are not shares in [0, 1]."""

@@ -4,7 +4,8 @@ It states the mode, the embedder and the versions, shows each metric with its on
 definition, a bar for shares (counts are numbers, not bars), its target and pass/fail, the
 per-node latencies, the per-dialog (suite) or per-category (LoCoMo) tables, and for each dialog
 its evidence: expected memories missed, stored memories that matched nothing, failed probes with
-what was recalled instead.
+what was recalled instead. An answer-accuracy report adds its own sections
+(`engram.evals.report.answers`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from engram.evals.report.answers import answer_audit, answer_summary
 from engram.evals.report.figures import (
     COUNT_METRICS,
     LOWER_IS_BETTER,
@@ -42,7 +44,11 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .tag.pass{background:#dff3e7}.tag.fail{background:#f9e0dd}
 small{color:#5b6474}details{margin:.4rem 0}summary{cursor:pointer}
 .evidence li{margin:.15rem 0}.evidence ul{margin:.2rem 0 .6rem 1.2rem;padding:0}
+pre{white-space:pre-wrap;font-size:.8rem;background:#f6f7f9;padding:.4rem;margin:.2rem 0}
 """
+
+
+_TITLES = {"locomo": "engram eval: LoCoMo retrieval", "qa": "engram eval: answer accuracy"}
 
 
 def render_html(report: Mapping[str, Any]) -> str:
@@ -50,7 +56,9 @@ def render_html(report: Mapping[str, Any]) -> str:
     metrics = report["metrics"]
     targets = report.get("targets", {})
     passed = all(t["pass"] for t in targets.values())
-    title = "engram eval: LoCoMo retrieval" if report.get("kind") == "locomo" else "engram eval"
+    title = _TITLES.get(str(report.get("kind")), "engram eval")
+    if report.get("kind") == "qa":
+        title += f" ({report.get('benchmark', '')})"
     verdict_class = "pass" if passed else "fail"
     verdict = "all targets met" if passed else "some targets missed"
     if not targets:
@@ -62,7 +70,8 @@ def render_html(report: Mapping[str, Any]) -> str:
         f"<h1>{escape(title)}</h1>",
         f'<span class="verdict tag {verdict_class}">{verdict}</span>',
         _facts(report),
-        "<h2>Metrics</h2>",
+        *answer_summary(report),
+        "<h2>Metrics (engram)</h2>" if report.get("kind") == "qa" else "<h2>Metrics</h2>",
         _metric_table(metrics, targets),
     ]
     for key, label in (("latency_p50_ms", "p50"), ("latency_p95_ms", "p95")):
@@ -73,6 +82,7 @@ def render_html(report: Mapping[str, Any]) -> str:
     if report.get("dialogs"):
         parts += ["<h2>Dialogs</h2>", _dialog_table(report["dialogs"])]
         parts += ["<h2>Evidence per dialog</h2>", _evidence(report["dialogs"])]
+    parts += answer_audit(report)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -1,4 +1,5 @@
-"""`engram eval`: run dialog suites or the LoCoMo retrieval benchmark and write reports.
+"""`engram eval`: run dialog suites, the LoCoMo benchmarks (retrieval, answer accuracy) or
+LongMemEval, and write reports.
 
 The command bodies import `engram.evals` only when they run: `graph/` sits below `evals/` in
 DESIGN's layering, and this module is the composition root that reaches up.
@@ -26,6 +27,27 @@ DEFAULT_OUT = Path("eval-out")
 """Where the reports go without `--out`."""
 _OUT_HELP = "Folder for report.json and report.html (created if needed)."
 _STRICT_HELP = "Exit with code 1 when a target is missed (default: report it, exit 0)."
+_QA_MODEL_HELP = (
+    "the model that answers each question: provider:model (e.g. openai:gpt-4o-mini; "
+    "OPENAI_BASE_URL for any OpenAI-compatible server), local:0.5b, local:1.5b, a .gguf path."
+)
+_QA_JUDGE_HELP = "the model that grades each answer (default: the --model)."
+_QA_BASELINES_HELP = (
+    "comma-separated baselines answering the same questions: full-context, no-memory, "
+    "retrieval (default: all three), or none."
+)
+_QA_EXCLUDE_HELP = (
+    "a file of question ids to leave out, one per line (optionally with sha1:<8 hex> of "
+    "the question text and a # comment); repeatable."
+)
+_QA_LIMIT_HELP = (
+    "at most N questions in all, taken in turn from each category (file order within each)."
+)
+_QA_JOBS_HELP = (
+    "model calls and histories at once (default: 1 with a local model, else the cores, "
+    "at most 4)."
+)
+
 
 
 @app.callback()
@@ -105,23 +127,67 @@ def locomo(
     mode: Annotated[
         str,
         typer.Option(
-            metavar="engine|graph",
+            metavar="engine|graph|qa",
             help="engine: rank turns with engram's retriever; graph: ingest through the graph "
-            "and score its recall path (slow).",
+            "and score its recall path (slow); qa: answer every question with --model from "
+            "what engram recalls, graded by --judge (the published J protocol), beside the "
+            "baselines.",
         ),
     ] = "engine",
     memory_model: Annotated[
         str | None,
         typer.Option(
-            metavar="MODEL", help="Graph mode only: the model that summarizes and extracts."
+            metavar="MODEL",
+            help="Graph and qa modes: the model that summarizes and extracts (default: offline "
+            "built-ins).",
         ),
     ] = None,
+    model: Annotated[str | None, typer.Option(metavar="MODEL", help=_qa_mode(_QA_MODEL_HELP))] = None,
+    judge: Annotated[str | None, typer.Option(metavar="MODEL", help=_qa_mode(_QA_JUDGE_HELP))] = None,
+    baselines: Annotated[
+        str | None, typer.Option(metavar="NAMES", help=_qa_mode(_QA_BASELINES_HELP))
+    ] = None,
+    categories: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LIST",
+            help="qa: LoCoMo categories by number or name (default 1,2,3,4; 5 is adversarial).",
+        ),
+    ] = None,
+    exclude: Annotated[
+        list[Path] | None, typer.Option(metavar="FILE", help=_qa_mode(_QA_EXCLUDE_HELP))
+    ] = None,
+    limit: Annotated[int | None, typer.Option(metavar="N", help=_qa_mode(_QA_LIMIT_HELP))] = None,
+    jobs: Annotated[int | None, typer.Option(metavar="N", help=_qa_mode(_QA_JOBS_HELP))] = None,
     out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
 ) -> None:
-    """LoCoMo retrieval: any@k / all@k / frac@k of the evidence turns, overall and by category."""
-    if mode not in ("engine", "graph"):
-        raise typer.BadParameter(f"must be engine or graph, got {mode!r}", param_hint="--mode")
+    """LoCoMo: retrieval (any@k / all@k / frac@k of the evidence turns) or, with --mode qa,
+    answer accuracy (J, F1, BLEU-1) beside full-context, no-memory and retrieval baselines."""
+    if mode not in ("engine", "graph", "qa"):
+        raise typer.BadParameter(
+            f"must be engine, graph or qa, got {mode!r}", param_hint="--mode"
+        )
+    if mode == "qa":
+        from engram.evals.qa.command import QAOptions, qa_command
+
+        options = QAOptions(
+            benchmark="locomo", data=data, model=model, judge=judge, memory_model=memory_model,
+            baselines=baselines, categories=categories, conversations=conversations,
+            exclude=tuple(exclude or ()), limit=limit,
+            jobs=jobs, out=out,
+        )
+        _run(lambda console: qa_command(options, console))
+        return
+    qa_only = {
+        "--model": model, "--judge": judge, "--baselines": baselines,
+        "--categories": categories, "--exclude": exclude, "--limit": limit, "--jobs": jobs,
+    }
+    given = [name for name, value in qa_only.items() if value is not None]
+    if given:
+        raise typer.BadParameter(
+            f"{', '.join(given)}: for --mode qa only", param_hint="--mode"
+        )
     from engram.evals.commands import locomo_command
 
     chosen: Literal["engine", "graph"] = "engine" if mode == "engine" else "graph"
@@ -136,6 +202,53 @@ def locomo(
             console=console,
         )
     )
+
+
+@app.command()
+def longmemeval(
+    data: Annotated[
+        Path,
+        typer.Option(
+            metavar="FILE", help="A LongMemEval JSON file (e.g. longmemeval_s.json or part of it)."
+        ),
+    ],
+    model: Annotated[str | None, typer.Option(metavar="MODEL", help=_sentence(_QA_MODEL_HELP))] = None,
+    judge: Annotated[str | None, typer.Option(metavar="MODEL", help=_sentence(_QA_JUDGE_HELP))] = None,
+    memory_model: Annotated[
+        str | None,
+        typer.Option(
+            metavar="MODEL",
+            help="The model that summarizes and extracts (default: offline built-ins).",
+        ),
+    ] = None,
+    baselines: Annotated[
+        str | None, typer.Option(metavar="NAMES", help=_sentence(_QA_BASELINES_HELP))
+    ] = None,
+    question_types: Annotated[
+        str | None,
+        typer.Option(
+            metavar="LIST",
+            help="Comma-separated question types (default: all), e.g. "
+            "multi-session,temporal-reasoning.",
+        ),
+    ] = None,
+    exclude: Annotated[
+        list[Path] | None, typer.Option(metavar="FILE", help=_sentence(_QA_EXCLUDE_HELP))
+    ] = None,
+    limit: Annotated[int | None, typer.Option(metavar="N", help=_sentence(_QA_LIMIT_HELP))] = None,
+    jobs: Annotated[int | None, typer.Option(metavar="N", help=_sentence(_QA_JOBS_HELP))] = None,
+    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
+) -> None:
+    """LongMemEval answer accuracy: each question's sessions go through engram, then --model
+    answers from what it recalls and --judge grades it (LongMemEval's judge prompts)."""
+    from engram.evals.qa.command import QAOptions, qa_command
+
+    options = QAOptions(
+        benchmark="longmemeval", data=data, model=model, judge=judge, memory_model=memory_model,
+        baselines=baselines, categories=question_types, exclude=tuple(exclude or ()),
+        limit=limit, jobs=jobs, out=out,
+    )
+    _run(lambda console: qa_command(options, console))
 
 
 def _run(command: Callable[[Console], int]) -> None:
@@ -157,3 +270,13 @@ def _run(command: Callable[[Console], int]) -> None:
         Console(stderr=True).print(Text("error: ", style="bold red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     raise typer.Exit(code)
+
+
+def _qa_mode(text: str) -> str:
+    """A help text for an option of `locomo` that only `--mode qa` uses."""
+    return f"qa: {text}"
+
+
+def _sentence(text: str) -> str:
+    """A help text as a sentence of its own."""
+    return text[0].upper() + text[1:]

@@ -110,7 +110,8 @@ def test_locomo_engine_on_one_conversation(tmp_path):
     ("args", "message"),
     [
         (["--conversations", "conv-999"], "conv-999"),
-        (["--mode", "fast"], "engine or graph"),
+        (["--mode", "fast"], "engine, graph or qa"),
+        (["--mode", "engine", "--model", "openai:gpt-4o-mini"], "for --mode qa only"),
         (["--mode", "engine", "--memory-model", "openai:gpt-4o-mini"], "only applies"),
     ],
 )
