@@ -106,17 +106,22 @@ def upserter(user: str, count: int, at: float) -> dict:
 
 def claimer(user: str, count: int, at: float) -> dict:
     """From wall-clock time `at`, claims each of the jobs `job-0` ... of `user` that is still
-    abandoned; reports the ones it won."""
+    abandoned; reports the ones it won. Abandoned as of `at`: on a slow machine a claim's
+    60-second lease may run out before the other process reaches the job, and the job would
+    then rightly be abandoned again (its owner never renews it here)."""
+    from datetime import UTC, datetime
+
     from engram.stores.chroma.store import make_store
     from engram.stores.memory.jobs import claim, is_abandoned
 
     store = make_store()
     time.sleep(max(0.0, at - time.time()))
+    start = datetime.fromtimestamp(at, UTC)
     won = [
         job
         for job in (f"job-{n}" for n in range(count))
         if claim(store, user, job, kind="consolidate", thread_id="t",
-                 claimable=lambda value: value is None or is_abandoned(value))
+                 claimable=lambda value: value is None or is_abandoned(value, now=start))
     ]
     return {"won": won}
 
