@@ -172,11 +172,17 @@ class PendingMemories:
 
     def reject(self, user_id: str, pending_id: str) -> bool:
         """Sync `areject`."""
-        if self.get(user_id, pending_id) is None:
-            return False
-        self.store.batch([PutOp(pending_namespace(user_id), pending_id, None)])
-        purge_store(self.store)
-        return True
+        return self.reject_many(user_id, [pending_id]) == [pending_id]
+
+    def reject_many(self, user_id: str, pending_ids: Sequence[str]) -> list[str]:
+        """`reject` for several pending memories, purging the store's files once; the ids that
+        were pending."""
+        waiting = {p.id for p in self.list(user_id)}
+        gone = [i for i in dict.fromkeys(pending_ids) if i in waiting]
+        if gone:
+            self.store.batch([PutOp(pending_namespace(user_id), i, None) for i in gone])
+            purge_store(self.store)
+        return gone
 
 
 def _propose_steps(

@@ -114,6 +114,9 @@ def test_proposing_redacts_secrets_skips_repeats_and_keeps_users_apart() -> None
     assert queue.list("bob") == [] and queue.approve("bob", first[0].id) is None
     assert queue.reject("bob", first[0].id) is False and len(queue.list("alice")) == 2
     assert queue.approve("alice", "no-such-id") is None
+    ids = [p.id for p in first]
+    assert queue.reject_many("alice", [*ids, "no-such-id", ids[0]]) == ids
+    assert queue.list("alice") == []
 
 
 def test_a_user_who_never_answers_keeps_the_newest_pending_memories() -> None:

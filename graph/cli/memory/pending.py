@@ -83,14 +83,12 @@ def reject(
 ) -> None:
     """Discard waiting memories: deleted and purged from the data folder's files."""
     user_id = user_or_default(user)
-    done = []
     with open_backend(data) as backend:
         queue = _pending(backend)
-        for waiting in _chosen(queue, user_id, ids, all_):
-            if queue.reject(user_id, waiting.id):
-                done.append(waiting.id)
-                if not as_json:
-                    out.print(f"discarded [cyan]{waiting.id[:SHORT_ID]}[/cyan]", highlight=False)
+        done = queue.reject_many(user_id, [p.id for p in _chosen(queue, user_id, ids, all_)])
+    if not as_json:
+        for pending_id in done:
+            out.print(f"discarded [cyan]{pending_id[:SHORT_ID]}[/cyan]", highlight=False)
     if as_json:
         print_json({"rejected": done})
 
