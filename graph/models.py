@@ -5,7 +5,9 @@
 zero-argument factory) is how Studio (`ENGRAM_MODEL`) and the CLI (`--model`) name models;
 `load_chat_model_option` is the CLI's form, whose errors name the option. `local`, `local:0.5b`,
 `local:1.5b` and `<file>.gguf` start a local llama.cpp server in-process
-(`engram.graph.local_model`).
+(`engram.graph.local_model`). The base URL of any OpenAI-compatible server (Ollama, vLLM,
+llama-server), `http://host:port/v1`, names the server's first model, and
+`http://host:port/v1#model` the named one (`base_url_chat_model`).
 
 `context_window_for(model)` decides the token budget of a turn when `Context.context_window` is
 None: the model's own LangChain profile (`max_input_tokens`) if it has one, else an Ollama
@@ -29,6 +31,7 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 
@@ -136,10 +139,14 @@ def load_chat_model(spec: str | None) -> BaseChatModel | None:
     """The chat model an `ENGRAM_MODEL`-style spec names (see the module docstring), or None.
 
     Raises:
+        BaseURLSpecError: The spec is a URL that names no OpenAI-compatible server.
         ValueError: The object path names something that is not a chat model.
     """
     if not spec:
         return None
+    server = parse_base_url_spec(spec)
+    if server is not None:
+        return base_url_chat_model(*server)
     if parse_local_spec(spec) is not None:
         return local_chat_model(spec)
     source, _, attribute = spec.rpartition(":")
@@ -155,6 +162,123 @@ def load_chat_model(spec: str | None) -> BaseChatModel | None:
     from langchain.chat_models import init_chat_model
 
     return init_chat_model(spec)
+
+
+BASE_URL_SCHEMES = ("http", "https")
+"""The schemes of an OpenAI-compatible server's base URL spec."""
+
+PLACEHOLDER_API_KEY = "unused"
+"""The API key of a base URL spec without `OPENAI_API_KEY`: local servers ignore it."""
+
+DEFAULT_SERVED_MODEL = "default"
+"""The model name asked for when the server does not list its models (llama-server ignores it)."""
+
+MODEL_LIST_TIMEOUT = 10.0
+"""Seconds to wait for a server's `GET /models` while a base URL spec loads."""
+
+_BASE_URL_FORM = "http://host:port/v1, or http://host:port/v1#model to name the model"
+
+
+class BaseURLSpecError(ValueError):
+    """A model spec that is a URL but not an OpenAI-compatible server's base URL; the message
+    says what was wrong and what to write."""
+
+
+def parse_base_url_spec(spec: str | None) -> tuple[str, str | None] | None:
+    """`(base URL, model name or None)` for an OpenAI-compatible server's base URL spec
+    (`http://host:port/v1`, `https://...`, `...#model`); None for a spec that is no URL.
+
+    Raises:
+        BaseURLSpecError: A URL with no host, a scheme other than http(s), an empty model name
+            after `#`, or a `.gguf` file's address.
+
+    Example:
+        >>> parse_base_url_spec("http://localhost:11434/v1#qwen2.5:1.5b")
+        ('http://localhost:11434/v1', 'qwen2.5:1.5b')
+        >>> parse_base_url_spec("http://127.0.0.1:8080/v1"), parse_base_url_spec("openai:gpt-4o")
+        (('http://127.0.0.1:8080/v1', None), None)
+    """
+    if not spec or "://" not in spec:
+        return None
+    base_url, hash_sign, model = spec.partition("#")
+    parts = urlsplit(base_url)
+    if parts.scheme.lower() not in BASE_URL_SCHEMES:
+        raise BaseURLSpecError(
+            f"{spec!r}: an OpenAI-compatible server's base URL starts with http:// or https://, "
+            f"not {parts.scheme}://; write {_BASE_URL_FORM}"
+        )
+    if not parts.hostname:
+        raise BaseURLSpecError(f"{spec!r}: the URL names no host; write {_BASE_URL_FORM}")
+    try:
+        _ = parts.port  # raises on a port that is not a number
+    except ValueError as exc:
+        raise BaseURLSpecError(f"{spec!r}: {exc}; write {_BASE_URL_FORM}") from exc
+    if parts.path.lower().endswith(".gguf"):
+        raise BaseURLSpecError(
+            f"{spec!r}: a .gguf file's URL is weights, not a server; download the file and give "
+            "its path (my.gguf or local:/path/to/my.gguf), or write a server's base URL, "
+            f"{_BASE_URL_FORM}"
+        )
+    if hash_sign and not model.strip():
+        raise BaseURLSpecError(
+            f"{spec!r}: the model name after '#' is empty; write {base_url}#<model>, or "
+            f"{base_url} for the server's first model"
+        )
+    return base_url, (model.strip() if hash_sign else None)
+
+
+def base_url_chat_model(base_url: str, model: str | None = None) -> BaseChatModel:
+    """A `ChatOpenAI` on the OpenAI-compatible server at `base_url` (`http://host:port/v1`).
+
+    Without `model`, the server's first listed model (`GET {base_url}/models`), or
+    `DEFAULT_SERVED_MODEL` when it lists none. The API key is `OPENAI_API_KEY`, else
+    `PLACEHOLDER_API_KEY`. A window the listing reports (vLLM's `max_model_len`, llama.cpp's
+    `n_ctx`) becomes the model's profile, so `context_window_for` budgets what the server
+    accepts.
+    """
+    from langchain_openai import ChatOpenAI
+
+    api_key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+    listed = _served_models(base_url, api_key)
+    entry = next((m for m in listed if model is None or m["id"] == model), None)
+    if model is None and entry is None:
+        logger.warning("%s lists no model: asking it for %r", base_url, DEFAULT_SERVED_MODEL)
+    if model is None:
+        model = entry["id"] if entry else DEFAULT_SERVED_MODEL
+    window = _served_window(entry)
+    profile = {"max_input_tokens": window} if window else None
+    return ChatOpenAI(base_url=base_url, model=model, api_key=api_key, profile=profile)
+
+
+def _served_models(base_url: str, api_key: str) -> list[dict[str, Any]]:
+    """The entries of the server's model list that have an id; [] when it cannot be read."""
+    import httpx
+
+    try:
+        response = httpx.get(
+            f"{base_url.rstrip('/')}/models",
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=MODEL_LIST_TIMEOUT,
+        )
+        response.raise_for_status()
+        data = response.json().get("data")
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        logger.debug("cannot list the models of %s: %s", base_url, exc)
+        return []
+    if not isinstance(data, list):
+        return []
+    return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]]
+
+
+def _served_window(entry: dict[str, Any] | None) -> int | None:
+    """The context window a model-list entry reports (vLLM, llama.cpp), if any."""
+    if not entry:
+        return None
+    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    for value in (entry.get("max_model_len"), meta.get("n_ctx")):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 class UnavailableChatModel(BaseChatModel):
@@ -185,14 +309,16 @@ def load_studio_model(variable: str) -> BaseChatModel | None:
     spec = os.environ.get(variable)
     try:
         return load_chat_model(spec)
+    except BaseURLSpecError as exc:
+        reason = f"{variable}={exc}"
     except LOAD_ERRORS as exc:
         reason = (
             f"{variable}={spec!r} could not be loaded ({type(exc).__name__}: {exc}). Set what it "
             f"needs (OPENAI_API_KEY for openai:... models) and restart, or run offline with "
             f"{variable}=local:0.5b"
         )
-        logger.error("%s", reason)
-        return UnavailableChatModel(reason=reason)
+    logger.error("%s", reason)
+    return UnavailableChatModel(reason=reason)
 
 
 class ModelSpecError(ValueError):
@@ -216,10 +342,14 @@ def load_chat_model_option(spec: str | None, option: str) -> BaseChatModel | Non
     """
     try:
         return load_chat_model(spec)
+    except BaseURLSpecError as exc:
+        raise ModelSpecError(f"{option} {exc}") from exc
     except LOAD_ERRORS as exc:
         raise ModelSpecError(
             f"{option} {spec!r}: cannot load this chat model ({type(exc).__name__}: {exc}). "
             "Use a provider:model spec such as openai:gpt-4o-mini (with its API key set), "
+            "an OpenAI-compatible server's base URL such as http://localhost:8080/v1 (its "
+            "first model; http://localhost:8080/v1#model names one), "
             "local / local:0.5b / local:1.5b / a .gguf path for a local llama.cpp model, or "
             "package.module:attr / path/to/file.py:attr naming a chat model or a factory."
         ) from exc

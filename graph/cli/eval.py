@@ -28,8 +28,9 @@ DEFAULT_OUT = Path("eval-out")
 _OUT_HELP = "Folder for report.json and report.html (created if needed)."
 _STRICT_HELP = "Exit with code 1 when a target is missed (default: report it, exit 0)."
 _QA_MODEL_HELP = (
-    "the model that answers each question: provider:model (e.g. openai:gpt-4o-mini; "
-    "OPENAI_BASE_URL for any OpenAI-compatible server), local:0.5b, local:1.5b, a .gguf path."
+    "the model that answers each question: provider:model (e.g. openai:gpt-4o-mini), an "
+    "OpenAI-compatible server's base URL (http://host:port/v1, or http://host:port/v1#model to "
+    "name the model), local:0.5b, local:1.5b, a .gguf path."
 )
 _QA_JUDGE_HELP = "the model that grades each answer (default: the --model)."
 _QA_BASELINES_HELP = (
@@ -72,8 +73,9 @@ def suites(
         str | None,
         typer.Option(
             metavar="MODEL",
-            help="The model that summarizes and extracts: provider:model, local, local:0.5b, "
-            "local:1.5b or a .gguf path (default: offline built-ins).",
+            help="The model that summarizes and extracts: provider:model, a server's base URL "
+            "(http://host:port/v1[#model]), local, local:0.5b, local:1.5b or a .gguf path "
+            "(default: offline built-ins).",
         ),
     ] = None,
     out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,

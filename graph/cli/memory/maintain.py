@@ -63,7 +63,8 @@ def maintain(
             envvar="ENGRAM_MEMORY_MODEL",
             show_default=False,
             help=(
-                "The memory model for compression: provider:model, local, local:0.5b, "
+                "The memory model for compression: provider:model, an OpenAI-compatible "
+                "server's base URL (http://host:port/v1[#model]), local, local:0.5b, "
                 "local:1.5b, a .gguf path, or module:attr."
             ),
         ),
