@@ -34,9 +34,11 @@ from langgraph.store.base import BaseStore
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
+from engram.graph.offload import offload_wrappers, with_offload_tools
 from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
+from engram.nodes.offload import Offloader
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
 from engram.nodes.state import EngramState
@@ -63,7 +65,10 @@ def build_graph(
         memory_model: Writes summaries and extracts memories; None uses the built-in offline
             summarizer and extractor. With one, compaction and consolidation run after the
             reply by default (`Context.memory_work`, `engram.nodes.work.background`).
-        tools: Tools the answering model may call (adds the `tools` node and its loop).
+        tools: Tools the answering model may call (adds the `tools` node and its loop). A
+            result longer than `Context.offload_threshold_tokens` is kept aside and the model
+            sees a pointer (`engram.nodes.offload`); the tools that read it back
+            (`read_tool_result`, `search_tool_result`) are added to `tools`.
 
     Example:
         >>> graph = build_graph().compile()
@@ -77,6 +82,8 @@ def build_graph(
     builder = StateGraph(EngramState, context_schema=Context)
     start = make_start(model_name=name, default_window=context_window_for(model), work=work)
     builder.add_node("start", _bridge("start", start))
+    if tools:
+        tools = with_offload_tools(tools)
     respond, respond_sync = make_respond(model, tools)
     builder.add_node("respond", _bridge("respond", respond, respond_sync))
     compact = make_compact(memory_model, model_name=name, work=work)
@@ -86,7 +93,8 @@ def build_graph(
     builder.add_edge("start", "respond")
     after_respond = ["compact", "consolidate"]
     if tools:
-        builder.add_node("tools", ToolNode(list(tools)))
+        wrap, awrap = offload_wrappers(Offloader(memory_model, model_name=name))
+        builder.add_node("tools", ToolNode(list(tools), wrap_tool_call=wrap, awrap_tool_call=awrap))
         builder.add_edge("tools", "respond")
         after_respond.insert(0, "tools")
     route = make_route_after_respond(model_name=name, has_tools=bool(tools))

@@ -12,6 +12,10 @@ alike:
   what `respond` would send, and the record (`built_context`) goes into the agent's state.
   The tool loop's later calls reuse that record, as `respond` does, unless a compaction
   removed messages in between (then the context is built again, without counting a turn);
+- `wrap_tool_call` / `awrap_tool_call` (with `offload=True`): a tool result longer than
+  `Context.offload_threshold_tokens` is kept aside and the model sees a pointer
+  (`engram.nodes.offload`); the middleware then also gives the agent the tools that read it
+  back (`read_tool_result`, `search_tool_result`: `engram.graph.offload`);
 - `after_agent`: `consolidate` (extraction every few turns, on eviction and at session end;
   recall statistics; the thread registry), with its `memory.*` events. With a memory model
   (or `Context.memory_work="background"`) the extraction is a journaled background job
@@ -40,19 +44,22 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.graph.message import add_messages
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
+from engram.graph.offload import AsyncToolHandler, ToolHandler, offload_tools, offload_wrappers
 from engram.graph.run_context import context_for_run
 from engram.nodes.compact import make_compact, should_compact
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.model.summarize import Summarizer
+from engram.nodes.offload import Offloader
 from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
 from engram.nodes.state import EngramState
 from engram.nodes.text.tokens import counter_for_model
@@ -88,6 +95,9 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         model_name: The answering model's name, for compaction's token counts (the context
             build counts with the request's own model).
         summarizer: Replaces the summarizer `memory_model` would give.
+        offload: Keep tool results longer than `Context.offload_threshold_tokens` out of the
+            model's context, behind a pointer, and give the agent `read_tool_result` and
+            `search_tool_result` (its model must accept tools).
 
     Example:
         >>> from langchain.agents import create_agent
@@ -109,11 +119,18 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         context: Context | None = None,
         model_name: str | None = None,
         summarizer: Summarizer | None = None,
+        offload: bool = False,
     ) -> None:
         super().__init__()
-        self.tools = []
         self.defaults = context if context is not None else Context()
+        self.tools = offload_tools(defaults=self.defaults) if offload else []
         self.model_name = model_name
+        self._offload = (
+            offload_wrappers(Offloader(memory_model, model_name=model_name), self.defaults)
+            if offload
+            else None
+        )
+        """The (sync, async) tool-call wrappers that offload, with `offload=True`."""
         # compaction decides what the model sees: always before the model call (inline)
         self._work = MemoryWork(memory_model=memory_model is not None, kinds=("consolidate",))
         self._compact = make_compact(
@@ -163,6 +180,24 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         """Sync `awrap_model_call` (the model itself is called in the caller's thread)."""
         prepared = run_sync(self._prepare(request, self._runtime(request.runtime)))
         return _with_update(handler(prepared.request), prepared)
+
+    # -- wrap_tool_call: offload ---------------------------------------------------------------
+
+    async def awrap_tool_call(
+        self, request: ToolCallRequest, handler: AsyncToolHandler
+    ) -> ToolMessage | Command:
+        """Run the tool; offload its result when it is too long (with `offload=True`)."""
+        if self._offload is None:
+            return await handler(request)
+        _, awrap = self._offload
+        return await awrap(request, handler)
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: ToolHandler) -> ToolMessage | Command:
+        """Sync `awrap_tool_call`."""
+        if self._offload is None:
+            return handler(request)
+        wrap, _ = self._offload
+        return wrap(request, handler)
 
     # -- after_agent: consolidation -----------------------------------------------------------
 

@@ -126,7 +126,7 @@ def create_search_memory_tool(
         ]
         return json.dumps(rows, ensure_ascii=False), rows
 
-    return _tool(search_memory, "search_memory", instructions)
+    return engram_tool(search_memory, "search_memory", instructions)
 
 
 def create_remember_tool(
@@ -173,7 +173,7 @@ def create_remember_tool(
         }
         return f"{done} as {memory.category} (id {memory.id}): {memory.content}", artifact
 
-    return _tool(remember, "remember", instructions)
+    return engram_tool(remember, "remember", instructions)
 
 
 def create_forget_memory_tool(
@@ -201,7 +201,7 @@ def create_forget_memory_tool(
         runtime.stream_writer(memory_event(MEMORY_FORGOTTEN, ctx.user_id, memory))
         return f"Forgot (restorable): {memory.content}", memory.id
 
-    return _tool(forget_memory, "forget_memory", instructions)
+    return engram_tool(forget_memory, "forget_memory", instructions)
 
 
 def create_restore_memory_tool(
@@ -231,7 +231,7 @@ def create_restore_memory_tool(
         runtime.stream_writer(memory_event(MEMORY_RESTORED, ctx.user_id, result.memory))
         return f"Restored: {result.memory.content}", result.memory.id
 
-    return _tool(restore_memory, "restore_memory", instructions)
+    return engram_tool(restore_memory, "restore_memory", instructions)
 
 
 def create_delete_memory_tool(
@@ -262,7 +262,7 @@ def create_delete_memory_tool(
         runtime.stream_writer(deleted_event(ctx.user_id, memory_id))
         return f"Deleted for good: memory {memory_id}.", memory_id
 
-    return _tool(delete_memory, "delete_memory", instructions)
+    return engram_tool(delete_memory, "delete_memory", instructions)
 
 
 def create_confirm_memory_tool(
@@ -323,10 +323,10 @@ def create_confirm_memory_tool(
             result.memory.content
         ), {"action": result.action, "memory_id": result.memory.id}
 
-    return _tool(confirm_memory, "confirm_memory", instructions)
+    return engram_tool(confirm_memory, "confirm_memory", instructions)
 
 
-def _tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:
+def engram_tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:
     """A tool with the async body and a sync twin that runs the same coroutine in the calling
     thread (`engram.graph.loop.run_sync`)."""
 

@@ -4,7 +4,8 @@
 `state` (the graph's state) are the types they share with `engram.graph`; `prompts` holds every
 prompt. Rooms: `model/` (everything that talks to the memory model), `extract/` (the model
 extractors and the offline rules), `text/` (messages as prompt text: tokens, transcripts,
-escaping), `work/` (memory-model work off the reply's critical path).
+escaping), `work/` (memory-model work off the reply's critical path), `offload/` (tool results
+too long for the context, behind a pointer), `task/` (the task state kept across compaction).
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ edge never fires on the turn right after one (goose #4635). Above the hard cap
 would separate an AI message with tool calls from its results) and, for everything before them:
 
 1. folds them into the running summary (the LLM or the offline summarizer), secrets redacted
-   from the messages it reads and from the summary it writes, whichever summarizer wrote it;
+   from the messages it reads and from the summary it writes, whichever summarizer wrote it,
+   and updates the task state (`task_state`: goal, steps done and to do, findings) from them
+   (the memory model's bounded call or the offline rules, `engram.nodes.task`), so what the
+   agent is doing survives as structure, not only as prose;
 2. archives them as episodes under `("episodes", user_id)` — one per message, with the thread
    id, the message id and the two messages before it as lexical context — so details the
    summary dropped stay recallable;
@@ -46,6 +49,7 @@ from engram.nodes.episodes import episode_ops
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model.summarize import Summarizer, make_summarizer
 from engram.nodes.prompts import PENDING_MESSAGES_NOTE
+from engram.nodes.task import TaskUpdater
 from engram.nodes.text.redaction import redact_messages
 from engram.nodes.text.tokens import TokenCounter, counter_for_model
 from engram.nodes.work.background import MemoryWork
@@ -112,6 +116,7 @@ def make_compact(
     model_name: str | None,
     summarizer: Summarizer | None = None,
     work: MemoryWork | None = None,
+    task_updater: TaskUpdater | None = None,
 ) -> CompactNode:
     """The `compact` node.
 
@@ -121,8 +126,10 @@ def make_compact(
         summarizer: Overrides the summarizer `make_summarizer(memory_model)` would pick.
         work: Background jobs: when the run's mode says so, the fold becomes a job the next
             turn applies (`engram.nodes.work.background`); None always folds inline.
+        task_updater: Overrides the task-state update `TaskUpdater(memory_model)` would do.
     """
     summarizer = summarizer or make_summarizer(memory_model)
+    task_updater = task_updater or TaskUpdater(memory_model)
 
     async def compact(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = runtime.context
@@ -146,7 +153,7 @@ def make_compact(
             }
             if (recorded := await work.submit("compact", job, state, runtime)) is not None:
                 return {**restart, **recorded}
-        fold = await _fold(state.get("summary", ""), evicted, over_cap, runtime)
+        fold = await _fold(state, evicted, over_cap, runtime)
         if not fold["ok"]:
             return {"failures": fold["failures"]}
         update = compaction_update(
@@ -160,22 +167,26 @@ def make_compact(
         """A background compaction: the fold of the job's messages (applied by `start`)."""
         ids = set(job["message_ids"])
         evicted = [m for m in state["messages"] if m.id in ids]
-        return await _fold(state.get("summary", ""), evicted, job["over_cap"], runtime)
+        return await _fold(state, evicted, job["over_cap"], runtime)
 
     async def _fold(
-        previous: str, evicted: Sequence[BaseMessage], over_cap: bool, runtime: Runtime[Context]
+        state: EngramState, evicted: Sequence[BaseMessage], over_cap: bool,
+        runtime: Runtime[Context],
     ) -> dict[str, Any]:
-        """The new summary of `previous` + `evicted`, and `evicted` archived as episodes.
-        `ok` is False when the summarizer or the archive failed (nothing may be evicted then),
-        unless the hard cap forces the eviction (a lossy note in the summary then)."""
+        """The new summary of the state's summary + `evicted`, the new task state, and
+        `evicted` archived as episodes. `ok` is False when the summarizer or the archive failed
+        (nothing may be evicted then), unless the hard cap forces the eviction (a lossy note in
+        the summary then)."""
         ctx = runtime.context
         counter = counter_for_model(model_name)
         failures: list[dict[str, str]] = []
         lossy = False
+        previous = state.get("summary", "")
+        readable = redact_messages(evicted)
         try:
             summary = await summarizer.asummarize(
                 redact(previous).text,
-                redact_messages(evicted),
+                readable,
                 max_tokens=ctx.max_summary_tokens,
                 counter=counter,
             )
@@ -189,6 +200,10 @@ def make_compact(
             )
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
         summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
+        task_state, task_failures = await task_updater.aupdate(
+            state.get("task_state"), readable, counter
+        )
+        failures += task_failures
 
         episode_keys: list[str] = []
         if runtime.store is not None and not ctx.incognito:
@@ -205,6 +220,7 @@ def make_compact(
             "ok": True,
             "summary": summary,
             "summary_tokens": counter.count_text(summary),
+            "task_state": task_state,
             "mode": summarizer.mode,
             "lossy": lossy,
             "episodes": len(episode_keys),

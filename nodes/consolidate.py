@@ -38,6 +38,9 @@ for the job's reference in `memory_jobs`) and returns; the thread's next `start`
 job's record and events, and messages it could not write come back to `pending_extraction`.
 A session end waits for the thread's jobs and for its own.
 
+A run whose tool calls all worked becomes a procedure, a `skill` memory of its steps, once the
+user's next message does not say it failed (`engram.nodes.procedures`).
+
 Each thread is also recorded once in the user's thread registry (`("threads", user_id)`,
 `engram.stores.memory.users`), incognito runs included, so that deleting a user (`engram memory
 delete --all`) finds the thread's checkpoints.
@@ -62,6 +65,7 @@ from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, extraction_for, ma
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model.merge_decision import decision_counts, decision_failures, make_merge_decider
+from engram.nodes.procedures import learn_procedure
 from engram.nodes.text.tokens import TokenCounter, counter_for_model
 from engram.nodes.text.transcript import from_pending, split_exchanges, to_pending
 from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
@@ -161,6 +165,7 @@ def make_consolidate(
             update["failures"] = [*update.get("failures", []), failure]
         if failure := await _archive_session(state, runtime):
             update = merge_updates(update, {"failures": [failure]})
+        update = merge_updates(update, await learn_procedure(state, runtime))
         if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
             update.update(await _register_thread(runtime))
         if work is not None:

@@ -57,6 +57,13 @@ class Context:
     """Short-term hard cap: above it compaction fires whatever the thresholds say, and evicts
     even when the summarizer fails (a lossy "[N messages ...]" note in the summary then)."""
 
+    offload_threshold_tokens: int | None = 2000
+    """A tool result longer than this many tokens is kept aside (under the thread, redacted) and
+    the model sees a pointer instead: its id, a summary, a preview and its length; the agent
+    reads it back with the `read_tool_result` and `search_tool_result` tools
+    (`engram.graph.offload`). The default is about half the history share of an 8192-token
+    window. None keeps every result in the context."""
+
     consolidate_every_turns: int = 5
     """Long-term memories are extracted every this many turns (and on eviction and session end)."""
 
@@ -183,6 +190,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_summary_tokens": _integer(1),
     "keep_recent_messages": _integer(0),
     "max_messages": _integer(1),
+    "offload_threshold_tokens": _integer(1, "tokens", optional="never offload"),
     "consolidate_every_turns": _integer(1),
     "recall_k": _integer(0, "0 turns it off"),
     "recall_episodes": _integer(0, "0 turns it off"),

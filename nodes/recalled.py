@@ -4,7 +4,8 @@ Recall brings memories and archived messages (episodes); an episode that adds no
 out (a message of this thread, or one that a recalled memory holds word for word). The block
 shows the memories a section per category (seed 004's "# USER MEMORY" layout), then the
 episodes as quoted messages in date order under their dates, a reply right after the message
-it answers. Everything recalled goes through `escape_recalled`, so nothing in it can open or
+it answers; a procedure (a `skill` memory of tool calls that worked) shows its steps on lines of
+their own. Everything recalled goes through `escape_recalled`, so nothing in it can open or
 close a block of the system prompt.
 """
 
@@ -25,7 +26,13 @@ from engram.nodes.prompts import (
     OTHER_MEMORY_HEADING,
 )
 from engram.nodes.text.escape import escape_recalled
-from engram.stores.memory.types import ScoredMemory
+from engram.stores.memory.procedures import (
+    PROCEDURE_PREFIX,
+    is_procedure,
+    parse_procedure,
+    uses_of,
+)
+from engram.stores.memory.types import Memory, ScoredMemory
 
 EPISODE_CHARS = 400
 """A recalled episode shows at most this many characters."""
@@ -90,7 +97,7 @@ def render_memory_block(
     grouped: dict[str, list[str]] = {}
     for scored in memories:
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
-        grouped.setdefault(heading, []).append(f"- {_one_line(scored.memory.content)}")
+        grouped.setdefault(heading, []).append(_memory_line(scored.memory))
     if episodes:
         grouped[EPISODE_HEADING] = episode_lines(episodes)
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
@@ -202,6 +209,22 @@ def _day_order(date: str) -> tuple[int, datetime]:
         return 0, datetime.strptime(date, "%d %B %Y")
     except ValueError:
         return 1, datetime.min
+
+
+def _memory_line(memory: Memory) -> str:
+    """A memory's bullet; a procedure's steps on their own lines under it, with how often it
+    worked (`engram.stores.memory.procedures`)."""
+    procedure = (
+        parse_procedure(memory.content, uses=uses_of(memory.structured_data))
+        if is_procedure(memory.structured_data)
+        else None
+    )
+    if procedure is None:
+        return f"- {_one_line(memory.content)}"
+    times = "once" if procedure.uses == 1 else f"{procedure.uses} times"
+    lines = [f"- {_one_line(PROCEDURE_PREFIX + ' ' + procedure.task)} (worked {times})"]
+    lines += [f"  {n}. {_one_line(call)}" for n, call in enumerate(procedure.calls, 1)]
+    return "\n".join(lines)
 
 
 def _one_line(text: str) -> str:

@@ -1,7 +1,8 @@
 """`start`: the token budget and the context build of a turn.
 
 The budget splits the model's context window by DESIGN's shares (system prompt 15%, long-term
-memories 15%, history 50%, reserved for the reply 20%). The build, in order:
+memories 15%, history 50%, reserved for the reply 20%), the task state's 5% taken from
+history's share (and given back to it when the task state needs less). The build, in order:
 
 1. the current input (the messages after the last AI reply) — never dropped; when it does not
    fit in window - reserve (with the system prompt), its older messages (left by a turn that
@@ -14,12 +15,13 @@ memories 15%, history 50%, reserved for the reply 20%). The build, in order:
    each, then the second of each...) taken while the memory share lasts, rendered in one
    delimited block: memories grouped by category, then the quoted past messages, all marked
    as data;
-4. the running summary;
-5. history, newest first, until the history share is spent; an AI message with tool calls and
+4. the task state (`engram.nodes.task`), in its own block, within its share;
+5. the running summary;
+6. history, newest first, until the history share is spent; an AI message with tool calls and
    its tool results go in together or not at all.
 
-Recalled text (memories, episodes, the summary) goes through `escape_recalled`, so nothing in it
-can open or close a block of the system prompt.
+Recalled text (memories, episodes, the task state, the summary) goes through `escape_recalled`,
+so nothing in it can open or close a block of the system prompt.
 
 Whatever the shares say, the whole model input stays within window - reserve. The record of the
 build (`BuiltContext`) goes into the state; `respond` rebuilds the model input from it.
@@ -43,6 +45,7 @@ from langgraph.types import Overwrite
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.prompts import ELIDED_MESSAGE_NOTE, SUMMARY_BLOCK_TEMPLATE
 from engram.nodes.recalled import new_episodes, render_memory_block
+from engram.nodes.task import render_task_block
 from engram.nodes.text.escape import escape_recalled
 from engram.nodes.text.tokens import (
     MESSAGE_OVERHEAD,
@@ -60,12 +63,16 @@ from engram.stores.memory.types import ScoredMemory
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
-    from engram.nodes.state import BuiltContext, EngramState
+    from engram.nodes.state import BuiltContext, EngramState, TaskState
 
 logger = logging.getLogger(__name__)
 
 BUDGET_SHARES = {"system_prompt": 0.15, "memories": 0.15, "history": 0.50, "reserve": 0.20}
 """Shares of the context window (DESIGN "Defaults", seed 002)."""
+
+TASK_STATE_SHARE = 0.05
+"""The task state's share of the window, taken from history's: what it does not use stays
+history's."""
 
 RECALL_CONTEXT_MESSAGES = 3
 """Messages before the current one that join the recall query (seed 003)."""
@@ -87,7 +94,7 @@ class Budget:
 
     Example:
         >>> Budget.for_window(8192)
-        Budget(window=8192, system_prompt=1228, memories=1228, history=4096, reserve=1638)
+        Budget(window=8192, system_prompt=1228, memories=1228, history=4096, reserve=1638, task_state=409)
         >>> Budget.for_window(8192).available
         6554
     """
@@ -97,11 +104,14 @@ class Budget:
     memories: int
     history: int
     reserve: int
+    task_state: int
+    """The task state's share, part of history's."""
 
     @classmethod
     def for_window(cls, window: int) -> Budget:
         """Split `window` tokens by `BUDGET_SHARES`."""
-        return cls(window=window, **{k: int(window * share) for k, share in BUDGET_SHARES.items()})
+        shares = {k: int(window * share) for k, share in BUDGET_SHARES.items()}
+        return cls(window=window, **shares, task_state=int(window * TASK_STATE_SHARE))
 
     @property
     def available(self) -> int:
@@ -116,6 +126,7 @@ class Budget:
             "available": self.available,
             "system_prompt": self.system_prompt,
             "memories": self.memories,
+            "task_state": self.task_state,
             "history": self.history,
         }
 
@@ -197,6 +208,7 @@ async def prepare_context(
         budget=Budget.for_window(window),
         counter=counter_for_model(model_name),
         evicted_count=state.get("evicted_message_count", 0),
+        task_state=state.get("task_state"),
     )
     return built, failures
 
@@ -223,6 +235,7 @@ def build_context(
     counter: TokenCounter,
     episodes: Sequence[SearchItem] = (),
     evicted_count: int = 0,
+    task_state: TaskState | None = None,
 ) -> BuiltContext:
     """Choose what goes into the model input (pure; see the module docstring for the rules).
 
@@ -237,6 +250,7 @@ def build_context(
         budget: The turn's budget.
         counter: Token counter of the answering model.
         evicted_count: Messages of the thread already compacted away.
+        task_state: What the agent is working on (its own block, within its share).
 
     Raises:
         ContextOverflowError: The current input, or it and the system prompt, exceed
@@ -268,27 +282,31 @@ def build_context(
         memories, episodes, min(room, memory_share), counter
     )
     room -= memory_tokens
+    task_block, task_tokens = _fit_task_state(task_state, min(room, budget.task_state), counter)
+    room -= task_tokens
+    history_share = budget.history - task_tokens
     summary_text, summary_tokens = _fit_summary(
-        escape_recalled(summary), min(room, budget.history), counter
+        escape_recalled(summary), min(room, history_share), counter
     )
 
-    system = compose_system_message(system_prompt, memory_block, summary_text)
+    system = compose_system_message(system_prompt, memory_block, summary_text, task_block)
     system_total = counter.count_message(system)
     room = available - system_total - current_tokens - REPLY_PRIMING
     if room < 0:  # joins tokenized differently than counted: fall back to the bare prompt
         used, used_episodes, memory_block, memory_tokens = [], [], "", 0
-        summary_text, summary_tokens = "", 0
+        summary_text, summary_tokens, task_block, task_tokens = "", 0, "", 0
         system = compose_system_message(system_prompt, "", "")
         system_total = counter.count_message(system)
         room = available - system_total - current_tokens - REPLY_PRIMING
 
     included, history_tokens = _fit_history(
-        history, min(room, budget.history - summary_tokens), counter
+        history, min(room, history_share - summary_tokens), counter
     )
     return {
         "token_stats": {
             "system_prompt": system_tokens,
             "memories": memory_tokens,
+            "task_state": task_tokens,
             "summary": summary_tokens,
             "recent_messages": history_tokens,
             "current_input": current_tokens,
@@ -303,6 +321,7 @@ def build_context(
         "memory_ids": [s.memory.id for s in used],
         "episode_ids": [e.key for e in used_episodes],
         "memory_block": memory_block,
+        "task_block": task_block,
         "encoding": counter.name,
     }
 
@@ -319,14 +338,21 @@ def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:
         elide(m) if m.id in elided else m for m in messages[: last + 1] if m.id in included
     ] + list(messages[last + 1 :])
     summary = escape_recalled(state.get("summary", ""))[: built["summary_chars"]]
-    return [compose_system_message(system_prompt, built["memory_block"], summary), *chosen]
+    system = compose_system_message(
+        system_prompt, built["memory_block"], summary, built.get("task_block", "")
+    )
+    return [system, *chosen]
 
 
-def compose_system_message(system_prompt: str, memory_block: str, summary: str) -> SystemMessage:
-    """The system message: instructions, then the memory block, then the summary block."""
+def compose_system_message(
+    system_prompt: str, memory_block: str, summary: str, task_block: str = ""
+) -> SystemMessage:
+    """The system message: instructions, then the memory block, the task-state block and the
+    summary block."""
     parts = [
         system_prompt,
         memory_block,
+        task_block,
         SUMMARY_BLOCK_TEMPLATE.format(summary=summary) if summary else "",
     ]
     return SystemMessage("\n\n".join(p for p in parts if p))
@@ -455,6 +481,13 @@ def _elide_to_fit(
             total += short - cost
             elided.append(message.id)
     return elided, total
+
+
+def _fit_task_state(
+    task_state: TaskState | None, limit: int, counter: TokenCounter
+) -> tuple[str, int]:
+    block, tokens = render_task_block(task_state, limit - _JOIN_TOKENS, counter)
+    return (block, tokens + _JOIN_TOKENS) if block else ("", 0)
 
 
 def _fit_summary(summary: str, limit: int, counter: TokenCounter) -> tuple[str, int]:

@@ -41,6 +41,8 @@ class BuiltContext(TypedDict):
     """Archived exchanges (`("episodes", user_id)` keys) recalled into the memory block."""
     memory_block: str
     """The rendered, delimited memory block that went into the system prompt."""
+    task_block: NotRequired[str]
+    """The rendered task-state block that went into the system prompt ("" when there is none)."""
     encoding: str
     """The tiktoken encoding (or "char-estimate") the counts were made with."""
 
@@ -79,6 +81,50 @@ class ConsolidationInfo(TypedDict):
     """Memories created or updated."""
     at: str
     """When it ran (ISO-8601, UTC)."""
+
+
+class TaskState(TypedDict):
+    """What the agent is working on (seed 001's `TaskState`): kept as structure across
+    compaction, shown to the model in its own block (`engram.nodes.task`)."""
+
+    current_goal: str
+    completed_steps: list[str]
+    pending_steps: list[str]
+    key_findings: list[str]
+    mode: NotRequired[str]
+    """Who wrote it last: "llm" (the memory model) or "offline" (the rules)."""
+
+
+class OffloadRecord(TypedDict):
+    """One tool result kept out of the model's context (`engram.nodes.offload`); the model sees
+    its pointer instead, and reads it back with the `read_tool_result` and `search_tool_result`
+    tools."""
+
+    tool: str
+    tool_call_id: str
+    total_length: int
+    """Characters the tool returned."""
+    kept_in: str
+    """"store" (`("tool_results", user, thread)`, `engram.stores.working`) or "thread" (in
+    `content` here: an incognito run, or a run without a store or a thread id)."""
+    summary: str
+    content: NotRequired[str]
+    """The kept text, when it is kept in the thread."""
+
+
+class PendingProcedure(TypedDict):
+    """A run whose tool calls all worked (`engram.nodes.procedures.run_procedure`), redacted."""
+
+    task: str
+    """The user's request, its first sentence."""
+    calls: list[str]
+    """Each tool call as written: `tool(arguments)`."""
+    message_ids: list[str]
+    """The run's messages."""
+
+
+def _merged(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    return {**(left or {}), **(right or {})}
 
 
 class EngramState(TypedDict):
@@ -122,6 +168,14 @@ class EngramState(TypedDict):
     """The user this thread is recorded for in the store's thread registry (`("threads",
     user_id)`), so that deleting the user deletes this thread too; `consolidate` registers the
     thread again when a run's user differs."""
+    task_state: NotRequired[TaskState]
+    """What the agent is working on: goal, steps done and to do, findings. Updated at
+    compaction from the messages it folds; never evicted with them."""
+    offloaded: NotRequired[Annotated[dict[str, OffloadRecord], _merged]]
+    """Tool results kept out of the model's context, by id (the `memoryId` of their pointer)."""
+    pending_procedure: NotRequired[PendingProcedure | None]
+    """The last run's tool calls, waiting to be written as a procedure once the user's next
+    message does not say they failed (`engram.nodes.procedures`)."""
     failures: NotRequired[Annotated[list[dict[str, str]], operator.add]]
     """What went wrong this turn and was worked around: `{"stage", "error"}` per failure
     (recall timeout, summarizer or extractor error, store error). Nodes append; `start` resets

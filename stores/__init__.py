@@ -2,9 +2,9 @@
 
 Rooms: `chroma/` (the `BaseStore` adapter), `lexical/` (BM25 index, fusion, hybrid search),
 `memory/` (the long-term memory model and its policy), `maintenance/` (forgetting and
-compression), `secrets/` (redaction). Beside them: `embeddings` (the local ONNX embedder),
-`namespaces` (where a user's data lives), `steps` (the sync/async drivers of store steps) and
-`paths` (the default data folder).
+compression), `secrets/` (redaction), `working/` (a thread's offloaded tool results). Beside
+them: `embeddings` (the local ONNX embedder), `namespaces` (where a user's data lives), `steps`
+(the sync/async drivers of store steps) and `paths` (the default data folder).
 """
 
 from __future__ import annotations

@@ -39,6 +39,10 @@ by job id (`engram.stores.memory.jobs`)."""
 PENDING_NAMESPACE = "pending_memories"
 """Memories waiting for the user's confirmation (`Context.confirm_memories`):
 `("pending_memories", label)`, keyed by id, not indexed (`engram.stores.memory.pending`)."""
+TOOL_RESULT_NAMESPACE = "tool_results"
+"""A thread's working memory, the tool results offloaded out of its context:
+`("tool_results", label, thread label)` (`engram.stores.working`), deleted with the thread or
+the user."""
 USER_ROOTS = (
     MEMORY_NAMESPACE,
     PENDING_NAMESPACE,
@@ -47,6 +51,7 @@ USER_ROOTS = (
     JOURNAL_NAMESPACE,
     THREAD_NAMESPACE,
     JOBS_NAMESPACE,
+    TOOL_RESULT_NAMESPACE,
 )
 """Every namespace root engram keys by user."""
 
@@ -125,3 +130,14 @@ def journal_namespace(user_id: str) -> tuple[str, str]:
 def thread_namespace(user_id: str) -> tuple[str, str]:
     """`("threads", user_label(user_id))`."""
     return (THREAD_NAMESPACE, user_label(user_id))
+
+
+def tool_result_namespace(user_id: str, thread_id: str) -> tuple[str, str, str]:
+    """`("tool_results", user_label(user_id), user_label(thread_id))`: a thread id is written
+    as a label the way a user id is (`%`, `.` and `*` escaped).
+
+    Example:
+        >>> tool_result_namespace("alice", "support.1")
+        ('tool_results', 'alice', 'support%2E1')
+    """
+    return (TOOL_RESULT_NAMESPACE, user_label(user_id), user_label(thread_id))

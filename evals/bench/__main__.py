@@ -9,6 +9,7 @@ Each section measures one layer side by side with its counterpart in one run and
     retrieval    recall quality and latency on LoCoMo
     memory-work  turns that wait (or not) for the memory model
     stress       wrong answers of `engram memory` commands run in sequence and at once
+    working-memory  a tool-using agent on the local model with long tool results offloaded or not
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ SECTIONS = {
     "retrieval": "engram.evals.bench.retrieval",
     "memory-work": "engram.evals.bench.memory_work",
     "stress": "engram.evals.bench.stress",
+    "working-memory": "engram.evals.bench.working_memory",
 }
 
 

@@ -42,7 +42,8 @@ def compaction_update(
         state: The thread's state now.
         evicted_ids: The messages the summary covers.
         fold: What the fold produced: `summary`, `summary_tokens`, `mode`, `lossy`,
-            `episodes`, `failures`.
+            `episodes`, `failures`, and `task_state` (a job journaled before there was one
+            has none: the task state stays as it is).
         incognito: An incognito run queues nothing for extraction.
         writer: LangGraph's custom stream.
     """
@@ -84,6 +85,7 @@ def compaction_update(
         },
         "evicted_message_count": evicted_total,
         "pending_extraction": pending,
+        **({"task_state": fold["task_state"]} if "task_state" in fold else {}),
         "failures": list(fold["failures"]),
     }
 

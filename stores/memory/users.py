@@ -230,10 +230,7 @@ async def adelete_user(
     """
     threads = await arun_steps(store, registered_threads_steps(user_id))
     if checkpointer is not None:
-        await asyncio.to_thread(_secure_checkpointer, checkpointer, done=False)
-        for thread_id in threads:
-            await checkpointer.adelete_thread(thread_id)
-        await asyncio.to_thread(_secure_checkpointer, checkpointer, done=True)
+        await adelete_checkpoints(checkpointer, threads)
     deleted = await arun_steps(store, purge_user_steps(user_id))
     await apurge_store(store)
     return _delete_report(user_id, deleted, threads, checkpointer is not None)
@@ -245,13 +242,27 @@ def delete_user(
     """Sync `adelete_user`."""
     threads = run_steps(store, registered_threads_steps(user_id))
     if checkpointer is not None:
-        _secure_checkpointer(checkpointer, done=False)
-        for thread_id in threads:
-            checkpointer.delete_thread(thread_id)
-        _secure_checkpointer(checkpointer, done=True)
+        delete_checkpoints(checkpointer, threads)
     deleted = run_steps(store, purge_user_steps(user_id))
     purge_store(store)
     return _delete_report(user_id, deleted, threads, checkpointer is not None)
+
+
+async def adelete_checkpoints(checkpointer: BaseCheckpointSaver, thread_ids: list[str]) -> None:
+    """Delete the threads' checkpoints (messages, running summaries, all their state); a SQLite
+    checkpointer deletes securely and empties its write-ahead log (`_secure_checkpointer`)."""
+    await asyncio.to_thread(_secure_checkpointer, checkpointer, done=False)
+    for thread_id in thread_ids:
+        await checkpointer.adelete_thread(thread_id)
+    await asyncio.to_thread(_secure_checkpointer, checkpointer, done=True)
+
+
+def delete_checkpoints(checkpointer: BaseCheckpointSaver, thread_ids: list[str]) -> None:
+    """Sync `adelete_checkpoints`."""
+    _secure_checkpointer(checkpointer, done=False)
+    for thread_id in thread_ids:
+        checkpointer.delete_thread(thread_id)
+    _secure_checkpointer(checkpointer, done=True)
 
 
 async def apurge_store(store: BaseStore) -> None:

@@ -1,5 +1,6 @@
-"""`engram memory export / import`: a user's memories as an editable `memory.md` (or JSON), and
-an edited file applied back after a person confirms the changes."""
+"""`engram memory export / import`: a user's memories as an editable `memory.md` (or JSON), their
+procedures as an editable `learnings.md`, and an edited file applied back after a person
+confirms the changes."""
 
 from __future__ import annotations
 
@@ -49,17 +50,29 @@ def export(
     forgotten: Forgotten = False,
     superseded: Superseded = False,
     all_: All = False,
+    learnings: Annotated[
+        bool,
+        typer.Option(
+            "--learnings",
+            help="Export the procedures (steps that worked) as an editable learnings.md.",
+        ),
+    ] = False,
     as_json: Json = False,
     data: Data = None,
 ) -> None:
     """Export as a readable, editable memory.md (categories as sections, ids in comments)."""
     from engram.stores.memory.markdown.format import render_markdown
+    from engram.stores.memory.markdown.learnings import render_learnings
     from engram.stores.memory.types import utc_now
 
+    if learnings and as_json:
+        raise CliError("--learnings writes Markdown; leave out --json", code=2)
     user_id = user_or_default(user)
     with open_backend(data) as backend:
         memories = all_memories(backend, user_id)
-    if as_json:
+    if learnings:
+        text = render_learnings(user_id, memories, exported_at=utc_now().isoformat())
+    elif as_json:
         keep = [
             m
             for m in memories
@@ -88,7 +101,9 @@ def export(
 
 @command
 def import_(
-    file: Annotated[Path, typer.Argument(help="An edited memory.md ('-' reads stdin).")],
+    file: Annotated[
+        Path, typer.Argument(help="An edited memory.md or learnings.md ('-' reads stdin).")
+    ],
     user: User = None,
     yes: Yes = False,
     dry_run: Annotated[
@@ -97,9 +112,15 @@ def import_(
     as_json: Json = False,
     data: Data = None,
 ) -> None:
-    """Apply an edited memory.md: shows the changes, then asks before applying them."""
+    """Apply an edited memory.md or learnings.md: shows the changes, then asks before applying
+    them."""
     from engram.stores.memory.markdown.format import MarkdownError, parse_markdown
     from engram.stores.memory.markdown.importer import import_steps, plan_import
+    from engram.stores.memory.markdown.learnings import (
+        is_learnings,
+        parse_learnings,
+        procedures_of,
+    )
     from engram.stores.memory.types import utc_now
     from engram.stores.memory.users import memories_steps
     from engram.stores.steps import run_steps
@@ -118,9 +139,11 @@ def import_(
             raise CliError(f"cannot read {file}: {exc.strerror or exc}") from exc
     with open_backend(data, create=True) as backend:
         try:
-            plan = plan_import(
-                parse_markdown(text), run_steps(backend.store, memories_steps(user_id)), user_id
-            )
+            memories = run_steps(backend.store, memories_steps(user_id))
+            if is_learnings(text):  # only the procedures are compared with the file
+                plan = plan_import(parse_learnings(text), procedures_of(memories), user_id)
+            else:
+                plan = plan_import(parse_markdown(text), memories, user_id)
         except MarkdownError as exc:
             raise CliError(f"{file}: {exc}", code=2) from exc
         if not as_json:

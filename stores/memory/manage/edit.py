@@ -3,7 +3,8 @@
 An edit is a supersede, as when the write policy meets a new value of a `key`: the old memory
 gets `valid_until` and `superseded_by`, the new one lists it in `supersedes` and takes over its
 importance, key and provenance (source thread and messages), with confidence 1 (its owner wrote
-it). Secrets are redacted as on every write, and the new text is registered for exact-duplicate
+it); an edited procedure (`engram.stores.memory.procedures`) gets the workflow its new text
+writes, its uses kept. Secrets are redacted as on every write, and the new text is registered for exact-duplicate
 detection.
 
 Example:
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from langgraph.store.base import PutOp
 
+from engram.stores.memory.procedures import procedure_fields
 from engram.stores.memory.types import Category, Memory, content_hash, memory_put
 from engram.stores.memory.write.policy import get_steps
 from engram.stores.namespaces import hash_namespace, memory_namespace
@@ -52,16 +54,17 @@ def edit_steps(
     text = redacted.text.strip()
     if redacted.only_secret or not text:
         raise EditError(f"the new text of {memory_id} is empty or only a secret: not stored")
+    procedure = procedure_fields(text, memory.structured_data) if category == "skill" else {}
     new = Memory.new(
         text,
         category,
         memory.importance,
         now=now,
         supersedes=[memory.id],
-        key=memory.key,
         confidence=1.0,
         source_thread_id=memory.source_thread_id,
         source_message_ids=memory.source_message_ids,
+        **{"key": memory.key, **procedure},
     )
     old = memory.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
     # Two batches, the new version first (an interruption leaves both current, never neither);

@@ -32,6 +32,7 @@ from engram.stores.memory.content import content_problem
 from engram.stores.memory.manage.edit import EditError, edit_steps
 from engram.stores.memory.manage.restore import restore_steps
 from engram.stores.memory.markdown.format import Bullet, MarkdownDoc, MarkdownError, same_text
+from engram.stores.memory.procedures import procedure_fields
 from engram.stores.memory.types import Category, Memory, MemoryCandidate, content_hash, parse_time
 from engram.stores.memory.write.policy import PolicySettings, set_forgotten_steps, upsert_steps
 from engram.stores.namespaces import hash_namespace, memory_namespace
@@ -107,8 +108,8 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
     if doc.user_id is not None and doc.user_id != user_id:
         raise MarkdownError(
             f"this file was exported for user {doc.user_id!r}, not {user_id!r}: pass --user "
-            f"{doc.user_id}, or delete its 'engram memory.md' comment line to import its bullets "
-            f"as new memories of {user_id!r}"
+            f"{doc.user_id}, or delete its 'engram ...' header comment line to import it as new "
+            f"memories of {user_id!r}"
         )
     plan = ImportPlan(user_id, warnings=list(doc.warnings))
     by_id = {m.id: m for m in memories}
@@ -204,8 +205,9 @@ def import_steps(
     applied: list[Applied] = []
     for change in plan.changes:
         if change.action == "add":
+            procedure = procedure_fields(change.content) if change.category == "skill" else {}
             candidate = MemoryCandidate(
-                content=change.content, category=change.category, confidence=1.0
+                content=change.content, category=change.category, confidence=1.0, **procedure
             )
             result = yield from upsert_steps(
                 namespace,

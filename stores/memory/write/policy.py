@@ -26,6 +26,7 @@ from uuid import NAMESPACE_URL, uuid5
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
 from engram.stores.lexical.index import Tokenizer
+from engram.stores.memory.procedures import counted_use, is_procedure
 from engram.stores.memory.types import (
     MAX_CONTENT_CHARS,
     Memory,
@@ -118,6 +119,9 @@ def upsert_steps(
             existing = Memory.from_item(item)
             if sources and set(sources) <= set(existing.source_message_ids):
                 return WriteResult("unchanged", existing, reason="already written from these messages")
+            if existing.current and is_procedure(existing.structured_data) and is_procedure(structured):
+                return (yield from _merge_into(namespace, hash_namespace, existing, content, digest,
+                                               importance, candidate, sources, structured, now))
             if existing.current:
                 updated = _absorb(existing, importance, candidate.confidence, sources, now)
                 if updated == existing:
@@ -158,6 +162,13 @@ def upsert_steps(
                              supersedes=[o.id for o in olds], **new_fields)
             return (yield from _supersede(namespace, hash_namespace, olds, new, digest, now,
                                           reason=f"new value for {candidate.key}"))
+
+    # a procedure with a workflow no memory has yet is a memory of its own
+    #    (`engram.stores.memory.procedures`): the rules below compare texts, not workflows
+    if is_procedure(structured):
+        new = Memory.new(content, candidate.category, importance, now=now, id=new_id, **new_fields)
+        yield [memory_put(namespace, new), hash_put(hash_namespace, digest, new.id)]
+        return WriteResult("created", new, reason="a new procedure")
 
     # 3b. an answer that changes what the assistant asked about ("Still saving for the GPU?" -
     #     "scratch the gpu, ..."): the memory the question is about ("saving for the GPU?") is
@@ -310,13 +321,18 @@ def _merge_into(
     merged_text: str | None = None,
 ) -> Steps[WriteResult]:
     """`existing` absorbs the candidate; its text becomes `merged_text` (default: seed 000's
-    merge rule, `merge_content`)."""
+    merge rule, `merge_content`). A procedure that worked again takes the newer text and calls,
+    its uses counted (`engram.stores.memory.procedures.counted_use`)."""
+    data = existing.structured_data or structured
+    if is_procedure(existing.structured_data) and is_procedure(structured):
+        merged_text = content
+        data = counted_use(existing.structured_data or {}, structured or {})
     merged_text = merged_text or merge_content(existing.content, content)
     merged = _absorb(existing, importance, candidate.confidence, sources, now).model_copy(
         update={
             "content": merged_text,
             "key": existing.key or candidate.key,
-            "structured_data": existing.structured_data or structured,
+            "structured_data": data,
             "content_hashes": _extend(existing.content_hashes, [digest, content_hash(merged_text)]),
             "updated_at": now,
         }

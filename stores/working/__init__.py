@@ -1,0 +1,41 @@
+"""A thread's working memory: tool results too large for the model's context, kept aside.
+
+The text is cleaned and redacted once (`kept_text`), split into fixed-size chunks and kept under
+`("tool_results", user, thread)` (`results`), paged through by offset and searched inside by
+words and meaning (`search`); `delete_thread` removes a thread's results with its checkpoints.
+"""
+
+from engram.stores.working.chunks import (
+    CHUNK_CHARS,
+    MAX_KEPT_CHARS,
+    KeptText,
+    kept_text,
+    looks_binary,
+)
+from engram.stores.working.results import (
+    ResultHead,
+    adelete_thread,
+    aread_range,
+    aread_text,
+    awrite_result,
+    delete_thread,
+    head_of,
+)
+from engram.stores.working.search import ChunkHit, asearch_chunks
+
+__all__ = [
+    "CHUNK_CHARS",
+    "MAX_KEPT_CHARS",
+    "ChunkHit",
+    "KeptText",
+    "ResultHead",
+    "adelete_thread",
+    "aread_range",
+    "aread_text",
+    "asearch_chunks",
+    "awrite_result",
+    "delete_thread",
+    "head_of",
+    "kept_text",
+    "looks_binary",
+]

@@ -1,0 +1,76 @@
+"""Which runs are procedures, and which next messages say they failed."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from engram.graph.tools import memory_tools
+from engram.nodes.procedures import MEMORY_TOOL_NAMES, run_procedure, said_it_failed
+
+
+def _call(tool: str, call_id: str, **args: object) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": tool, "args": args, "id": call_id}])
+
+
+def _result(call_id: str, text: str = "ok", status: str = "success") -> ToolMessage:
+    return ToolMessage(text, tool_call_id=call_id, status=status)
+
+
+RUN = [
+    HumanMessage("old request", id="h0"),
+    AIMessage("old answer", id="a0"),
+    HumanMessage("Please rotate the API key for billing. It leaked.", id="h1"),
+    _call("find_key", "1", service="billing"), _result("1"),
+    _call("search_memory", "2", query="billing"), _result("2"),
+    _call("rotate_key", "3", service="billing", token="sk-live-51HqXyZAbCdEfGhIjKlMnOpQrStUv"),
+    _result("3"),
+    _call("rotate_key", "4", service="billing", token="sk-live-51HqXyZAbCdEfGhIjKlMnOpQrStUv"),
+    _result("4"),
+    AIMessage("Rotated.", id="a1"),
+]
+
+
+def test_a_run_of_tool_calls_that_worked_is_a_procedure() -> None:
+    found = run_procedure(RUN)
+    assert found is not None
+    assert found["task"] == "Please rotate the API key for billing."
+    # memory tools are not steps; a call repeated right after itself counts once; secrets go
+    assert [c.split("(")[0] for c in found["calls"]] == ["find_key", "rotate_key"]
+    assert "sk-live" not in str(found) and "[REDACTED]" in found["calls"][1]
+    assert "h1" in found["message_ids"] and "h0" not in found["message_ids"]
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        RUN[:-1],  # no final answer yet
+        [*RUN[:4], _result("1", "boom", status="error"), *RUN[5:]],  # a tool failed
+        [RUN[2], _call("find_key", "1"), _result("1"), AIMessage("Found it.")],  # one call
+        [AIMessage("no request")],
+    ],
+)
+def test_other_runs_are_not(run: list) -> None:
+    assert run_procedure(run) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["that didn't work", "Still broken, same error.", "nope, it failed again", "it is not fixed",
+     "还是不行", "没用啊，报错一样", "失败了", "不对，重新来"],
+)
+def test_a_message_saying_it_failed(text: str) -> None:
+    assert said_it_failed(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["great, thanks!", "Now deploy the docs too.", "perfect", "好的，谢谢", "接下来部署前端"],
+)
+def test_a_message_moving_on(text: str) -> None:
+    assert not said_it_failed(text)
+
+
+def test_every_memory_tool_is_left_out_of_procedures() -> None:
+    names = {t.name for t in memory_tools(restore=True, delete=True, confirm=True)}
+    assert names <= MEMORY_TOOL_NAMES
