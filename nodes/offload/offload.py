@@ -11,7 +11,8 @@ sees a pointer in its place (seed 001's working-memory offload).
    offline or when that call fails, the extractive one;
 3. it is kept under the thread: in the store (`("tool_results", user, thread)`), or, in an
    incognito run (and a run without a store or a thread id), in the thread's own state, so it
-   lives exactly as long as the thread;
+   lives exactly as long as the thread; the same text returned again in the thread is kept
+   once (its id derives from the text, `result_id_for`) and its summary reused;
 4. the message keeps its id, `tool_call_id`, name, status and artifact, so the tool call and
    its result stay paired for every provider; only its content becomes the pointer
    (`engram.nodes.offload.pointer`). The run's state records the result under `offloaded`.
@@ -27,7 +28,6 @@ import asyncio
 import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from uuid import uuid4
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import ToolMessage
@@ -46,7 +46,14 @@ from engram.nodes.offload.summary import amodel_summary
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.namespaces import tool_result_namespace
 from engram.stores.secrets import redact
-from engram.stores.working import KeptText, awrite_result, head_of, kept_text
+from engram.stores.working import (
+    KeptText,
+    ahead,
+    awrite_result,
+    head_of,
+    kept_text,
+    result_id_for,
+)
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -123,8 +130,19 @@ class Offloader:
             return None
         tool = message.name or "a tool"
         kept = await asyncio.to_thread(kept_text, raw)
-        summary, failures = await self._summary(kept, tool)
-        result_id = str(uuid4())
+        result_id = result_id_for(ctx.user_id, thread_id, kept.text)
+        in_store = bool(store is not None and thread_id and not ctx.incognito)
+        namespace = tool_result_namespace(ctx.user_id, thread_id) if in_store else ()
+        known = None
+        if in_store:
+            try:  # the same text in this thread again: kept once, its summary reused
+                known = await ahead(store, namespace, result_id)  # type: ignore[arg-type]
+            except RECOVERABLE_ERRORS:
+                known = None
+        if known is not None:
+            summary, failures = known.summary, []
+        else:
+            summary, failures = await self._summary(kept, tool)
         record: OffloadRecord = {
             "tool": tool,
             "tool_call_id": message.tool_call_id,
@@ -133,12 +151,13 @@ class Offloader:
             "summary": summary,
         }
         preview = preview_of(kept.text)
-        if store is not None and thread_id and not ctx.incognito:
+        if known is not None:
+            record["kept_in"] = "store"
+        elif in_store:
             head = head_of(result_id, kept, tool=tool, tool_call_id=message.tool_call_id,
                            summary=summary, preview=preview)
             try:
-                await awrite_result(store, tool_result_namespace(ctx.user_id, thread_id), head,
-                                    kept.text)
+                await awrite_result(store, namespace, head, kept.text)  # type: ignore[arg-type]
                 record["kept_in"] = "store"
             except RECOVERABLE_ERRORS as exc:  # kept in the thread instead
                 failures.append(record_failure("offload", exc))

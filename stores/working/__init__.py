@@ -15,11 +15,13 @@ from engram.stores.working.chunks import (
 from engram.stores.working.results import (
     ResultHead,
     adelete_thread,
+    ahead,
     aread_range,
     aread_text,
     awrite_result,
     delete_thread,
     head_of,
+    result_id_for,
 )
 from engram.stores.working.search import ChunkHit, asearch_chunks
 
@@ -30,6 +32,7 @@ __all__ = [
     "KeptText",
     "ResultHead",
     "adelete_thread",
+    "ahead",
     "aread_range",
     "aread_text",
     "asearch_chunks",
@@ -38,4 +41,5 @@ __all__ = [
     "head_of",
     "kept_text",
     "looks_binary",
+    "result_id_for",
 ]

@@ -16,9 +16,12 @@ Functions come as store steps (`engram.stores.steps`) with sync and async driver
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+from uuid import NAMESPACE_URL, uuid5
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
@@ -140,6 +143,25 @@ async def awrite_result(store: BaseStore, namespace: tuple[str, ...], head: Resu
                         text: str) -> None:
     """Write a result (`write_steps`)."""
     await arun_steps(store, write_steps(namespace, head, text))
+
+
+async def ahead(store: BaseStore, namespace: tuple[str, ...], result_id: str) -> ResultHead | None:
+    """A result's head; None when the namespace holds no such result."""
+    return await arun_steps(store, head_steps(namespace, result_id))
+
+
+def result_id_for(user_id: str, thread_id: str | None, text: str) -> str:
+    """The id of a kept text in a thread: the same text in the same thread has the same id, so a
+    tool that returns it again is kept once (and another thread's or user's never shares it).
+
+    Example:
+        >>> result_id_for("alice", "t1", "log") == result_id_for("alice", "t1", "log")
+        True
+        >>> result_id_for("alice", "t1", "log") == result_id_for("alice", "t2", "log")
+        False
+    """
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return str(uuid5(NAMESPACE_URL, "engram/tool-result/" + json.dumps([user_id, thread_id, digest])))
 
 
 async def aread_range(store: BaseStore, namespace: tuple[str, ...], result_id: str, offset: int,

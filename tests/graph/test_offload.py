@@ -278,3 +278,30 @@ async def test_a_long_result_inside_a_tools_command_is_offloaded_too(
     result = model.calls[1][-1]
     assert result.tool_call_id == "call-r" and pointer_of(result.content)["totalLength"] == len(LOG)
     assert list(out["offloaded"]) == [pointer_of(result.content)["memoryId"]]
+
+
+async def test_the_same_result_again_in_a_thread_is_kept_once(
+    store: ChromaStore, saver: ThreadedSqliteSaver
+) -> None:
+    memory_model = StructuredFakeChatModel(messages=iter(["Checkout logs; the pool ran out."]))
+    model = ScriptedAgentModel([
+        _call("fetch_logs", {"service": "checkout"}),
+        _call("fetch_logs", {"service": "checkout"}),
+        AIMessage("Ok."),
+    ])
+    config = _config()
+    out = await _turn(_app("graph", model, store, saver, memory_model), "async", "Logs?", config,
+                      Context(user_id="alice", memory_work="inline"))
+    first, second = (pointer_of(model.calls[n][-1].content) for n in (1, 2))
+    assert first == second and first["summary"] == "Checkout logs; the pool ran out."
+    assert len(memory_model.calls) == 1  # summarized once
+    assert list(out["offloaded"]) == [first["memoryId"]]
+    thread = config["configurable"]["thread_id"]
+    heads = [i for i in store.search(("tool_results", "alice", thread), limit=1000)
+             if i.value.get("kind") == "head"]
+    assert [h.key for h in heads] == [first["memoryId"]]
+    # another thread's copy of the same text has its own id
+    other = ScriptedAgentModel([_call("fetch_logs", {"service": "checkout"}), AIMessage("Ok.")])
+    await _turn(_app("graph", other, store, saver), "async", "Logs?", _config(),
+                Context(user_id="alice"))
+    assert pointer_of(other.calls[1][-1].content)["memoryId"] != first["memoryId"]
