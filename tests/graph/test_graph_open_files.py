@@ -10,6 +10,7 @@ import itertools
 import os
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -91,7 +92,9 @@ def test_graphs_and_commands_leave_no_file_open(tmp_path, monkeypatch):
         _round(n)
 
     after = open_files(at_most=len(before))
-    assert len(after) == len(before), sorted(set(after.values()) - set(before.values()))
+    # nothing more is open than before (an earlier test's connection may close meanwhile)
+    opened = Counter(after.values()) - Counter(before.values())
+    assert len(after) <= len(before) and not opened, sorted(opened)
     assert not [f for f in after.values() if f.startswith(str(tmp_path))]
     assert "cello" in _cli("list", "-u", "dana")  # what was written is all there
 
