@@ -120,7 +120,8 @@ class Context:
     candidates added, the write policy de-duplicating), "review" (the rules propose, the model
     keeps, drops or reclassifies: for small models, which write memories badly), "rules" (the
     offline rules alone, even with a memory model), or "auto": "rules" without a memory model,
-    "review" for engram's own local models (`local:0.5b`, `local:1.5b`), "write" for any other
+    "review" for engram's own local models (`local:0.5b`, `local:1.5b`) and any model whose name
+    says it has at most 4B parameters (`qwen2.5:1.5b`, `llama3.2:3b`), "write" for any other
     model."""
 
     def __post_init__(self) -> None:

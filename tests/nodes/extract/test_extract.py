@@ -820,6 +820,16 @@ def test_the_extraction_choice_follows_the_model() -> None:
     assert isinstance(make_extractor(hosted, "review"), ReviewExtractor)
     assert isinstance(make_extractor(hosted, "rules"), RuleExtractor)
     assert [extraction_for(None, "rules"), extraction_for(hosted, "auto")] == ["rules", "write"]
+    # a small model behind a base URL (Ollama, llama-server) reviews; a large one writes
+    from langchain_openai import ChatOpenAI
+
+    def served(name: str) -> ChatOpenAI:
+        return ChatOpenAI(model=name, base_url="http://127.0.0.1:9/v1", api_key="unused")
+
+    assert [extraction_for(served(n)) for n in ("qwen2.5:1.5b", "llama3.2:3b", "qwen2.5:14b",
+                                                 "gpt-4o-mini")] == [
+        "review", "review", "write", "write"
+    ]
     for choice in ("write", "review"):
         with pytest.raises(ValueError, match="needs a memory model"):
             make_extractor(None, choice)
