@@ -6,8 +6,8 @@ tool calls in order (at least `MIN_CALLS`; engram's own memory and reading tools
 and a call repeated right after itself counts once). It is written as a `skill` memory
 (`engram.stores.memory.procedures`) once the user's next message does not say it failed, or
 when the session ends; a next message that says it failed ("that didn't work", "还是不行")
-drops it. Until then it waits in the thread's state (`pending_procedure`), redacted like every
-persisted text. The same workflow again is the same memory, its use counted.
+drops it. Until then it waits in the thread's state (`pending_procedures`), redacted like every
+persisted text; one the store could not take waits for the next turn. The same workflow again is the same memory, its use counted.
 
 Incognito runs learn nothing; with `Context.confirm_memories` a procedure waits for the user's
 approval like any other memory.
@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 
 MIN_CALLS = 2
 """Tool calls a run needs to be a procedure: one call is a lookup, not a way of doing things."""
+MAX_WAITING = 5
+"""Procedures kept waiting at most (the store failing turn after turn)."""
 
 MEMORY_TOOL_NAMES = frozenset(
     {"search_memory", "remember", "forget_memory", "restore_memory", "delete_memory",
@@ -123,29 +125,31 @@ def run_procedure(messages: Sequence[BaseMessage]) -> dict[str, Any] | None:
 
 async def learn_procedure(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The `consolidate` step (module docstring): writes the waiting procedure unless the user
-    said it failed, and keeps this run's as the next one waiting. Its state update."""
+    said it failed, and keeps this run's as the next one waiting. One the store could not take
+    waits for the next turn (at most `MAX_WAITING` wait). Its state update."""
     ctx = runtime.context
     if ctx.incognito or runtime.store is None:
         return {}
     messages = state["messages"]
-    waiting = state.get("pending_procedure")
-    update: dict[str, Any] = {}
-    if state.get("end_session"):
-        update["pending_procedure"] = None
-    else:
-        fresh = run_procedure(messages)
-        update["pending_procedure"] = fresh
-        if waiting is not None and fresh is not None and fresh["message_ids"] == waiting["message_ids"]:
-            return {}  # the same run again (a replay): nothing new was said about it
-        if waiting is not None and said_it_failed(_latest_request(messages)):
-            waiting = None
-    if waiting is None:
-        return update
-    try:
-        await _write(waiting, runtime)
-    except RECOVERABLE_ERRORS as exc:  # it waits for the next turn instead
-        update["pending_procedure"] = waiting
-        update["failures"] = [record_failure("procedure", exc)]
+    waiting = list(state.get("pending_procedures") or ())
+    fresh = None if state.get("end_session") else run_procedure(messages)
+    if fresh is not None and waiting and fresh["message_ids"] == waiting[-1]["message_ids"]:
+        return {}  # the same run again (a replay): nothing new was said about it
+    if waiting and not state.get("end_session") and said_it_failed(_latest_request(messages)):
+        waiting.pop()  # what the user just answered is the last run's
+    unwritten: list[dict[str, Any]] = []
+    failures = []
+    for procedure in waiting:
+        try:
+            await _write(procedure, runtime)
+        except RECOVERABLE_ERRORS as exc:
+            unwritten.append(procedure)
+            failures.append(record_failure("procedure", exc))
+    update: dict[str, Any] = {
+        "pending_procedures": [*unwritten, *([fresh] if fresh else [])][-MAX_WAITING:]
+    }
+    if failures:
+        update["failures"] = failures
     return update
 
 
@@ -181,8 +185,16 @@ def _latest_request(messages: Sequence[BaseMessage]) -> str:
 
 
 def _task(text: str) -> str:
-    first = _SENTENCE.split(" ".join(text.split()), maxsplit=1)[0]
+    """The request's first sentence that says something ("thanks! now publish the docs." ->
+    "now publish the docs."), cut to `MAX_TASK_CHARS`."""
+    sentences = [p for p in _SENTENCE.split(" ".join(text.split())) if p]
+    first = next((p for p in sentences if _says_something(p)), " ".join(sentences))
     return first if len(first) <= MAX_TASK_CHARS else first[: MAX_TASK_CHARS - 1] + "…"
+
+
+def _says_something(sentence: str) -> bool:
+    words = re.findall(r"\w+", sentence)
+    return len(words) >= 3 or bool(re.search(r"[\u3400-\u9fff]{4,}", sentence))
 
 
 def _written(name: str, args: dict[str, Any]) -> str:

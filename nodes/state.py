@@ -173,9 +173,10 @@ class EngramState(TypedDict):
     compaction from the messages it folds; never evicted with them."""
     offloaded: NotRequired[Annotated[dict[str, OffloadRecord], _merged]]
     """Tool results kept out of the model's context, by id (the `memoryId` of their pointer)."""
-    pending_procedure: NotRequired[PendingProcedure | None]
-    """The last run's tool calls, waiting to be written as a procedure once the user's next
-    message does not say they failed (`engram.nodes.procedures`)."""
+    pending_procedures: NotRequired[list[PendingProcedure]]
+    """Runs whose tool calls worked, waiting to be written as procedures: the last run's until
+    the user's next message does not say it failed, and any the store could not take
+    (`engram.nodes.procedures`)."""
     failures: NotRequired[Annotated[list[dict[str, str]], operator.add]]
     """What went wrong this turn and was worked around: `{"stage", "error"}` per failure
     (recall timeout, summarizer or extractor error, store error). Nodes append; `start` resets

@@ -1,12 +1,23 @@
-"""Which runs are procedures, and which next messages say they failed."""
+"""Which runs are procedures, which next messages say they failed, and a procedure the store
+could not take waiting for the next turn."""
 
 from __future__ import annotations
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.runtime import Runtime
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
 
 from engram.graph.tools import memory_tools
-from engram.nodes.procedures import MEMORY_TOOL_NAMES, run_procedure, said_it_failed
+from engram.nodes.context import Context
+from engram.nodes.procedures import (
+    MEMORY_TOOL_NAMES,
+    learn_procedure,
+    run_procedure,
+    said_it_failed,
+)
+from engram.stores.memory.long_term import LongTermMemory
 
 
 def _call(tool: str, call_id: str, **args: object) -> AIMessage:
@@ -74,3 +85,46 @@ def test_a_message_moving_on(text: str) -> None:
 def test_every_memory_tool_is_left_out_of_procedures() -> None:
     names = {t.name for t in memory_tools(restore=True, delete=True, confirm=True)}
     assert names <= MEMORY_TOOL_NAMES
+
+
+class _FlakyStore(InMemoryStore):
+    """Fails the first `failures` batches that write."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def abatch(self, ops):  # type: ignore[override]
+        ops = list(ops)
+        if self.failures and any(isinstance(op, PutOp) for op in ops):
+            self.failures -= 1
+            raise ConnectionError("the store is away")
+        return await super().abatch(ops)
+
+
+async def test_a_procedure_the_store_could_not_take_waits_for_the_next_turn() -> None:
+    store = _FlakyStore(failures=1)
+    runtime = Runtime(context=Context(user_id="alice"), store=store, stream_writer=lambda _: None)
+    first = {"messages": RUN}
+    update = await learn_procedure(first, runtime)
+    assert [p["task"] for p in update["pending_procedures"]] == [
+        "Please rotate the API key for billing."
+    ]
+    thanks = [
+        *RUN, HumanMessage("thanks! now publish the docs site.", id="h2"),
+        _call("build_docs", "5"), _result("5"), _call("upload", "6", site="docs"), _result("6"),
+        AIMessage("Published.", id="a2"),
+    ]
+    failed = await learn_procedure({**first, "messages": thanks, **update}, runtime)
+    assert failed["failures"][0]["stage"] == "procedure"
+    # the one the store could not take waits, and so does this run's
+    assert [p["task"] for p in failed["pending_procedures"]] == [
+        "Please rotate the API key for billing.", "now publish the docs site."
+    ]
+    later = [*thanks, HumanMessage("great", id="h3"), AIMessage("Done.", id="a3")]
+    done = await learn_procedure({**first, "messages": later, **failed}, runtime)
+    assert done["pending_procedures"] == [] and "failures" not in done
+    written = LongTermMemory(store).list("alice")
+    assert sorted(m.structured_data["workflow"][0]["tool"] for m in written) == [
+        "build_docs", "find_key"
+    ]
