@@ -120,13 +120,14 @@ def claim(
 ) -> bool:
     """Take a job over for this process when its entry (None: gone) is `claimable`; whether it
     did. On a store that holds several calls at once across processes (`ChromaStore.exclusive`
-    on an embedded folder), the read and the write are one compare-and-set, so of processes
-    claiming a job at the same moment one wins (but see below). Elsewhere it is a write and a
-    read-back: two may both win, and run the job twice (its results are idempotent: nothing is
-    written twice). Known race: two processes claiming the same jobs one after the other both
-    win a job now and then (tests/stores/chroma/test_processes.py, about 1 run in 8): the
-    other's claim is not always readable yet when it releases the folder; the job then runs
-    twice, as above."""
+    on an embedded folder), the read and the write are one compare-and-set: of processes
+    claiming a job, at the same moment or one after the other, exactly one wins, and the others
+    read its claim (Chroma has committed the write to its SQLite file before the folder is
+    released). The claim is the winner's while its process runs and renews the lease: once its
+    process is gone from this host, or its lease ran out, the job is abandoned (`is_abandoned`)
+    and another process may win it again, as it should (that is how a job survives its owner).
+    Elsewhere it is a write and a read-back: two may both win, and run the job twice (its
+    results are idempotent: nothing is written twice)."""
     steps = _claim_steps(user_id, job_id, kind, thread_id, claimable, _compare_and_set(store))
     if not _compare_and_set(store):
         return run_steps(store, steps)

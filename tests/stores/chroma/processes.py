@@ -8,8 +8,10 @@ Each prints one JSON line on stdout saying what it did, so the test can account 
     python tests/stores/chroma/processes.py reader                # searches until others.done exists
     python tests/stores/chroma/processes.py upserter USER COUNT AT  # at wall-clock AT, COUNT memories
                                                       # written one by one (the same texts in each)
-    python tests/stores/chroma/processes.py claimer USER COUNT AT   # at wall-clock AT, claims the
-                                                      # abandoned jobs job-0 ... job-COUNT-1
+    python tests/stores/chroma/processes.py claimer USER COUNT NAME RACERS MEETING
+                                                      # with the other RACERS, claims the abandoned
+                                                      # jobs job-0 ... job-COUNT-1; stays alive
+                                                      # until MEETING/checked exists
 """
 
 from __future__ import annotations
@@ -104,26 +106,37 @@ def upserter(user: str, count: int, at: float) -> dict:
     return {"actions": actions}
 
 
-def claimer(user: str, count: int, at: float) -> dict:
-    """From wall-clock time `at`, claims each of the jobs `job-0` ... of `user` that is still
-    abandoned; reports the ones it won. Abandoned as of `at`: on a slow machine a claim's
-    60-second lease may run out before the other process reaches the job, and the job would
-    then rightly be abandoned again (its owner never renews it here)."""
+def claimer(user: str, count: int, name: str, racers: int, meeting: str) -> None:
+    """Once `racers` claimers have loaded their store (a `NAME.ready` file each in `meeting`),
+    claims each of the jobs `job-0` ... of `user` that is still abandoned, prints the ones it
+    won, and stays alive until `meeting/checked` exists: a claim whose process is gone is
+    abandoned by design (`jobs.is_abandoned`), so a claimer that exited first would hand its
+    jobs over to the other. Abandoned as of the start: on a slow machine a claim's 60-second
+    lease may run out before the other process reaches the job."""
     from datetime import UTC, datetime
 
     from engram.stores.chroma.store import make_store
     from engram.stores.memory.jobs import claim, is_abandoned
 
+    folder = Path(meeting)
+    deadline = time.monotonic() + 900
     store = make_store()
-    time.sleep(max(0.0, at - time.time()))
-    start = datetime.fromtimestamp(at, UTC)
+    (folder / f"{name}.ready").touch()
+    while len(list(folder.glob("*.ready"))) < racers:  # every claimer is ready: they race
+        if time.monotonic() > deadline:
+            raise SystemExit("the other claimers never got ready")
+        time.sleep(0.005)
+    start = datetime.now(UTC)
     won = [
         job
         for job in (f"job-{n}" for n in range(count))
         if claim(store, user, job, kind="consolidate", thread_id="t",
                  claimable=lambda value: value is None or is_abandoned(value, now=start))
     ]
-    return {"won": won}
+    print(json.dumps({"won": won}), flush=True)
+    while not (folder / "checked").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    store.close()
 
 
 def reader() -> dict:
@@ -158,7 +171,8 @@ if __name__ == "__main__":
     elif role == "reader":
         result = reader()
     elif role == "claimer":
-        result = claimer(args[0], int(args[1]), float(args[2]))
+        claimer(args[0], int(args[1]), args[2], int(args[3]), args[4])
+        raise SystemExit(0)  # it printed its line itself, before waiting
     elif role == "upserter":
         result = upserter(args[0], int(args[1]), float(args[2]))
     elif role == "opener":

@@ -93,28 +93,48 @@ def test_processes_writing_the_same_memories_at_once_store_each_once(env, monkey
         assert {first, second} <= {"created", "unchanged", "duplicate", "merged"}
 
 
-@pytest.mark.xfail(
-    reason="known race: in about 1 run of 8 the two processes both claim a job or two, at the "
-    "moment one catches up with the other; reloading Chroma before every claim makes it more "
-    "frequent, so the other process's write is not yet readable when it releases the folder. "
-    "A job claimed twice runs twice (its results are idempotent). Under investigation.",
-    strict=False,
-)
 def test_processes_claiming_the_same_abandoned_jobs_at_once_each_win_different_ones(
-    env, monkeypatch
+    env, tmp_path, monkeypatch
 ):
+    # The claimers start together once both have loaded their store, and each stays alive until
+    # the test has both answers: a claim whose process is gone is abandoned by design
+    # (`jobs.is_abandoned`), so a claimer that exited before the other reached its jobs would
+    # hand them over, and the other would rightly win them too (what failed this test about once
+    # in 8 runs when each claimer exited as soon as it was done).
     count = 200
     monkeypatch.setenv("ENGRAM_DATA_DIR", env["ENGRAM_DATA_DIR"])
     store = make_store()
     gone = {"status": "pending", "owner": "elsewhere:1:dead", "lease_until": "2000-01-01T00:00:00+00:00"}
     store.batch([PutOp(job_namespace("erin"), f"job-{n}", gone, index=False) for n in range(count)])
     store.close()
-    at = time.time() + 8
-    racers = [start(env, str(SCRIPT), "claimer", "erin", str(count), str(at)) for _ in range(2)]
-    first, second = (set(result(r, timeout=600)["won"]) for r in racers)
+    meeting = tmp_path / "claimers"
+    meeting.mkdir()
+    racers = [
+        start(env, str(SCRIPT), "claimer", "erin", str(count), f"c{n}", "2", str(meeting))
+        for n in range(2)
+    ]
+    try:
+        first, second = (set(json.loads(first_line(r))["won"]) for r in racers)
+    finally:
+        (meeting / "checked").touch()  # the claimers may exit now
+    for racer in racers:
+        _, stderr = racer.communicate(timeout=120)
+        assert racer.returncode == 0, stderr[-3000:]
 
     assert not first & second, sorted(first & second)  # no job claimed by both
     assert first | second == {f"job-{n}" for n in range(count)}  # and none left
+
+
+def first_line(process: subprocess.Popen[str], timeout: float = 600) -> str:
+    """The first line `process` writes on stdout (it keeps running)."""
+    assert process.stdout is not None
+    with selectors.DefaultSelector() as waiting:  # epoll: the suite holds fds past select's 1024
+        waiting.register(process.stdout, selectors.EVENT_READ)
+        assert waiting.select(timeout=timeout), "the process wrote nothing"
+    line = process.stdout.readline()
+    if not line:  # it exited without a word
+        raise AssertionError(process.communicate(timeout=30)[1][-3000:])
+    return line
 
 
 def test_processes_opening_a_new_folder_at_the_same_moment_all_start(env, tmp_path, monkeypatch):
