@@ -236,34 +236,27 @@ class DataFirst(AgentMiddleware):
         return handler(request.override(tools=[t for t in request.tools if t.name in DATA_TOOLS]))
 
 
-class OuterTiming(AgentMiddleware):
-    """Times each tool call with engram's offload (outermost)."""
+class ToolTiming(AgentMiddleware):
+    """Times each tool call into `sink[key]`: outermost, with engram's offload
+    (`"tool_with_offload"`); innermost, the tool alone (`"tool_alone"`)."""
 
-    def __init__(self, sink: dict[str, list[Any]]) -> None:
+    def __init__(self, sink: dict[str, list[Any]], key: str = "tool_with_offload") -> None:
         super().__init__()
         self.sink = sink
+        self.key = key
 
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
         begin = time.perf_counter()
         result = handler(request)
-        self.sink["tool_with_offload"].append(
-            (request.tool_call["name"], time.perf_counter() - begin)
-        )
+        self.sink[self.key].append((request.tool_call["name"], time.perf_counter() - begin))
         return result
 
 
-class InnerTiming(AgentMiddleware):
+class InnerTiming(ToolTiming):
     """Times each tool call alone, and counts what each model call is sent (innermost)."""
 
     def __init__(self, sink: dict[str, list[Any]]) -> None:
-        super().__init__()
-        self.sink = sink
-
-    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        begin = time.perf_counter()
-        result = handler(request)
-        self.sink["tool_alone"].append((request.tool_call["name"], time.perf_counter() - begin))
-        return result
+        super().__init__(sink, "tool_alone")
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         sent = [request.system_message, *request.messages] if request.system_message else list(
@@ -294,7 +287,7 @@ def run_task(
         model,
         tools=[DATA_TOOLS[task.tool], final_answer],
         system_prompt=SYSTEM_PROMPT,
-        middleware=[OuterTiming(sink), EngramMiddleware(offload=arm == "offload"),
+        middleware=[ToolTiming(sink), EngramMiddleware(offload=arm == "offload"),
                     DataFirst(), InnerTiming(sink)],
         store=store,
         checkpointer=saver,

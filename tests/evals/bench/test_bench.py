@@ -122,3 +122,37 @@ def test_the_threaded_in_memory_reference_serves_one_call_at_a_time() -> None:
     waiting.join(5)
     assert not waiting.is_alive()
     assert [i.key for i in store.search(("n",))] == ["first", "second"]
+
+
+def test_working_memory_bench_measures_both_arms_on_the_same_task(tmp_path) -> None:
+    """One task in both arms with a scripted agent (the local model is the script's job): the
+    call after the tool's result is sent a pointer with offload and the whole result without."""
+    import uuid
+
+    from fakes import ToolCallingChatModel
+    from langchain_core.messages import AIMessage
+
+    from engram.evals.bench import working_memory as bench
+
+    task = next(t for t in bench.TASKS if t.name == "logs")
+
+    def agent() -> ToolCallingChatModel:
+        def call(name: str, args: dict) -> AIMessage:
+            return AIMessage("", tool_calls=[{"name": name, "args": args,
+                                              "id": f"call-{uuid.uuid4().hex[:8]}"}])
+        return ToolCallingChatModel(messages=iter([
+            call(task.tool, {"service": "checkout"}),
+            call("final_answer", {"answer": task.answer}),
+            AIMessage(task.answer),
+        ]))
+
+    runs = {
+        arm: bench.run_task(arm, task, 50_000, agent(), tmp_path / arm.replace(" ", "-"))
+        for arm in bench.ARMS
+    }
+    for run in runs.values():
+        assert run["outcome"] == "answered" and run["correct"], run
+        assert [c["after_result"] for c in run["model_calls"]][:2] == [False, True]
+    offloaded, whole = (runs[arm]["model_calls"][1]["tokens"] for arm in ("offload", "no offload"))
+    assert offloaded * 5 < whole, (offloaded, whole)
+    assert runs["offload"]["offload_ms"] and not runs["no offload"]["reader_calls"]
