@@ -198,6 +198,12 @@ def _says_something(sentence: str) -> bool:
 
 
 def _written(name: str, args: dict[str, Any]) -> str:
-    shown = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
-    call = f"{name}({shown})"
+    """A call on one line: `name(key=value, ...)`, values as JSON (a model's arguments may hold
+    anything, line breaks included)."""
+    shown = ", ".join(f"{_flat(k)}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+    call = f"{_flat(name)}({shown})"
     return call if len(call) <= MAX_CALL_CHARS else call[: MAX_CALL_CHARS - 2] + "…)"
+
+
+def _flat(text: str) -> str:
+    return " ".join(str(text).split())
