@@ -76,6 +76,13 @@ class Context:
     so what no memory holds comes back when asked about; 0 disables. They are found like
     memories (words and meaning, fused)."""
 
+    recall_episodes_first_turn: int = 10
+    """How many archived messages a thread's first turn recalls at most, in place of
+    `recall_episodes`: nothing of the conversation is in the prompt yet, and a new session's
+    first message often needs what was said in earlier ones without naming it ("dinner for our
+    first night" for the message about a celiac diagnosis). `recall_episodes=0` turns archived
+    messages off on every turn."""
+
     episode_min_similarity: float = 0.15
     """An archived message is recalled only when its embedding is at least this similar to the
     recall query's. The scale depends on the embedder: with all-MiniLM-L6-v2, unrelated texts
@@ -195,6 +202,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "consolidate_every_turns": _integer(1),
     "recall_k": _integer(0, "0 turns it off"),
     "recall_episodes": _integer(0, "0 turns it off"),
+    "recall_episodes_first_turn": _integer(0),
     "episode_min_similarity": _number(-1, 1, "a cosine similarity"),
     "episode_min_relevance": _number(0, 1, "a fused relevance; the best candidate scores 1"),
     "recall_timeout_ms": _integer(1, "milliseconds"),

@@ -194,7 +194,10 @@ async def prepare_context(
     failures: list[dict[str, str]] = []
     if not ctx.incognito and store is not None:
         try:
-            memories, episodes = await recall(store, ctx, recall_query(messages, cut))
+            first_turn = cut == 0 and not state.get("summary")
+            memories, episodes = await recall(
+                store, ctx, recall_query(messages, cut), first_turn=first_turn
+            )
             episodes = new_episodes(episodes, memories, messages)
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("recall", exc))
@@ -394,11 +397,12 @@ def recall_query(messages: Sequence[BaseMessage], cut: int) -> str:
 
 
 async def recall(
-    store: BaseStore, ctx: Context, query: str
+    store: BaseStore, ctx: Context, query: str, *, first_turn: bool = False
 ) -> tuple[list[ScoredMemory], list[SearchItem]]:
     """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
-    `ctx.recall_episodes` archived messages at least `ctx.episode_min_similarity` similar and
-    `ctx.episode_min_relevance` relevant.
+    `ctx.recall_episodes` archived messages (`ctx.recall_episodes_first_turn` on a thread's
+    `first_turn`: nothing of the conversation is in the prompt yet) at least
+    `ctx.episode_min_similarity` similar and `ctx.episode_min_relevance` relevant.
 
     One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`. The first
     recall from a store in this process has `FIRST_RECALL_TIMEOUT_S` instead: it loads what
@@ -415,9 +419,11 @@ async def recall(
             if ctx.recall_k > 0:
                 # the access statistics are written at the end of the turn (`consolidate`)
                 memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k, touch=False)
-            if ctx.recall_episodes > 0:
+            k = ctx.recall_episodes_first_turn if first_turn else ctx.recall_episodes
+            k = k if ctx.recall_episodes > 0 else 0  # 0 turns archived messages off everywhere
+            if k > 0:
                 episodes = await ltm.asearch_episodes(
-                    ctx.user_id, query, k=ctx.recall_episodes,
+                    ctx.user_id, query, k=k,
                     min_similarity=ctx.episode_min_similarity,
                     min_relevance=ctx.episode_min_relevance,
                 )

@@ -309,7 +309,9 @@ async def _probe(store: BaseStore, probe_id: str, query: str) -> ProbeRun:
     """The probe's query as the first message of a new thread, through `start`'s recall: the
     memories, and the episodes as the memory block shows them (cut, escaped)."""
     ctx = Context(user_id=USER_ID, recall_timeout_ms=PROBE_TIMEOUT_MS)
-    memories, episodes = await recall(store, ctx, recall_query([HumanMessage(query)], 0))
+    memories, episodes = await recall(
+        store, ctx, recall_query([HumanMessage(query)], 0), first_turn=True
+    )
     episodes = new_episodes(episodes, memories, [])  # as `start` shows them
     return ProbeRun(
         probe_id,

@@ -1,0 +1,48 @@
+"""A thread's first turn recalls more archived messages than later turns (nothing of the
+conversation is in its prompt yet); `recall_episodes=0` turns them off on every turn."""
+
+from __future__ import annotations
+
+from fakes import NGramEmbeddings
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
+
+from engram.nodes.context import Context
+from engram.nodes.episodes import episode_ops
+from engram.nodes.start import recall
+
+
+def _store() -> InMemoryStore:
+    store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
+    said = [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"m{n}") for n in range(12)]
+    store.batch(episode_ops(said, user_id="ada", thread_id="old"))
+    return store
+
+
+async def test_the_first_turn_recalls_more_archived_messages() -> None:
+    store = _store()
+    ctx = Context(user_id="ada", episode_min_similarity=0.0)
+    query = "what grows in my garden beds"
+    _, first = await recall(store, ctx, query, first_turn=True)
+    _, later = await recall(store, ctx, query)
+    assert len(first) == ctx.recall_episodes_first_turn == 10
+    assert len(later) == ctx.recall_episodes == 5
+    off = Context(user_id="ada", recall_episodes=0, episode_min_similarity=0.0)
+    assert (await recall(store, off, query, first_turn=True))[1] == []
+
+
+async def test_start_counts_a_thread_s_first_turn_only() -> None:
+    from engram.nodes.start import prepare_context
+
+    store = _store()
+    ctx = Context(user_id="ada", episode_min_similarity=0.0)
+    first, _ = await prepare_context(
+        {"messages": [HumanMessage("what grows in my garden beds", id="q1")]}, ctx, store,
+        model_name=None, window=8192,
+    )
+    later, _ = await prepare_context(
+        {"messages": [HumanMessage("hi", id="q0"), AIMessage("hello", id="a0"),
+                      HumanMessage("what grows in my garden beds", id="q1")]}, ctx, store,
+        model_name=None, window=8192,
+    )
+    assert len(first["episode_ids"]) > len(later["episode_ids"]) == 5
