@@ -21,10 +21,12 @@ from engram.stores.secrets.formats import Rule
 _IS = (
     r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+(?:set\s+to|now|still|just|also|always|simply|actually"
     r"|currently))?\s+|\s*[=:：]\s*|\s+(?:set\s+to|changed\s+to)\s+"
-    r"|\s*(?:就|也|还|都|仍然|依然|一直|其实)?(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*)"
+    r"|\s*(?:就|也|还|都|仍然|依然|一直|其实)?(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*"
+    r"|\s*,?\s+(?i:it'?s|its)\s+)"
 )
 """A separator after which whatever follows is the secret (a JSON/YAML key may close its quote);
-an adverb may stand before the value ("the pin is still 4321", "密码还是abc123")."""
+an adverb may stand before the value ("the pin is still 4321", "密码还是abc123"), and people
+type "it's" for "is" ("passport no, its HK492817")."""
 _QUOTE_OPEN = r"[\"'`“「]"
 _QUOTE_CLOSE = r"[\"'`”」]"
 _END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?](?:\s|$)|$)"
@@ -41,7 +43,8 @@ _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-
 _ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
 """An identity document's number: 6-24 letters, digits, dashes or spaces before digits, with a
 digit, and maybe a final letter ("QQ 12 34 56 C")."""
-_TOKEN_LIKE = r"(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-.+/=]{16,}"
+_TOKEN_LIKE = r"(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-.+/=]{16,}(?::[A-Za-z0-9]{1,8})?"
+"""Letters and digits, 16 or more, and maybe a short `:suffix` (DeepL's keys end in `:fx`)."""
 _ZH_PASSWORD = r"(?:支付|登录|登陆|交易|取款|开机|管理员|数据库|邮箱|WiFi|wifi|WIFI)?(?:密码|口令)"
 
 NOT_A_VALUE = frozenset(
@@ -93,8 +96,10 @@ _LABELS: tuple[_Label, ...] = (
            r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
            r"\s+(?:id\s+)?(?:card\s+)?(?:number|no\.?|#)|(?:\bmy\s+id|\bid\s+card)\s+(?:number|no\.?|#)"
            r"|tax\s+(?:id|number|file\s+number)|driver'?s\s+licen[cs]e(?:\s+(?:number|no\.?|#))?"
-           r"|licen[cs]e\s+(?:number|no\.?)))",
-           ("ssn", "social", "insurance", "ni", "passport", "id", "tax", "licen"), _ID_NUMBER, strict=True),
+           r"|licen[cs]e\s+(?:number|no\.?)|member(?:ship)?\s+(?:id|number|no\.?|#)"
+           r"|policy\s+(?:number|no\.?|#)))",
+           ("ssn", "social", "insurance", "ni", "passport", "id", "tax", "licen", "member",
+            "policy"), _ID_NUMBER, strict=True),
     _Label("national_id", r"身份证(?:号码?)?|护照(?:号码?)|社保(?:卡)?号码?|驾(?:驶)?照号码?|驾驶证号码?",
            ("身份证", "护照", "社保", "驾"), _ID_NUMBER, strict=True, space=r"\s*"),
     _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _KEYPAD, strict=True, space=r"\s*"),
@@ -110,6 +115,29 @@ _LABELS: tuple[_Label, ...] = (
     _Label("api_token", r"密钥|秘钥|私钥|令牌", ("密钥", "秘钥", "私钥", "令牌"), _TOKEN_LIKE,
            space=r"\s*"),
 )
+
+_CHOSEN = r"(?:\s+(?i:i|we|you|they)(?:\s+(?i:just|finally))?\s+(?i:set|use|used|chose|picked|made|gave\s+it))?"
+"""Who chose the secret, between its name and its value ("the pw i set is X")."""
+_STRONG = r"(?=\S*\d)(?=\S*[A-Za-z])(?=\S*[!@#$%^&*+=?~])(?!\S*://)[!-~]{8,}?"
+"""A password beyond doubt: 8+ printable characters with a letter, a digit and a symbol, not a
+URL."""
+_PW_LATER = re.compile(
+    r"(?i:\b(?:password|passwd|passphrase|pwd|pw))\b[^\n.!?]{1,60}?\s"
+    r"[\"'`“「]?(?P<value>" + _STRONG + r")" + _END
+)
+"""A password typed a few words after its name ("heres the keystore pw in case u need it for the
+gradle config ferry-ks-Pa55!"): only a value that cannot be an ordinary word."""
+_ZH_PASSWORD_LATER = re.compile(
+    _ZH_PASSWORD + r"[^\n，。；！？,;]{1,10}?(?:是|为|[:：])\s*[\"'`“「]?(?P<value>" + _PASSWORD_LIKE
+    + r")" + _END
+)
+"""A Chinese password named a few words before its value ("密码我老忘 是Zhao2025!pin")."""
+_ZH_ID_LATER = re.compile(
+    r"(?:身份证|护照|社保卡?)(?:号码?)?[^\d\n，。；！？,;]{1,8}?(?<![0-9A-Za-z])"
+    r"(?P<value>\d{17}[\dXx]|[A-Za-z]{1,2}\d{7,8})(?![0-9A-Za-z])"
+)
+"""An identity or passport number a few words after its name ("身份证 我的是3101..."), whatever
+its checksum says (a number typed wrong is still the person's)."""
 
 _LOGIN_WORDS = (
     r"(?:(?i:\b(?:login|log-in|sign-in|signin|credentials?|creds|user(?:name)?\s*/\s*pass(?:word)?))"
@@ -167,7 +195,10 @@ def label_patterns() -> tuple[Rule, ...]:
     # before the labels, which would take the description for the value
     out = [Rule("password", re.compile(f"(?:{derived})" + _IS + _DERIVED_VALUE), triggers)]
     for label in _LABELS:
-        words = rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,5}}?){{0,2}}"
+        words = (
+            rf"(?:{label.words})(?:\s+(?:for|of|to|by|on|at)(?:\s+[\w.\-@]+){{1,5}}?){{0,2}}"
+            + _CHOSEN
+        )
         strict = rf"[\"'`“”「」]?(?P<value>{label.value})" + _END
         patterns = [] if label.strict else [words + _IS + _QUOTED]
         patterns += [words + _IS + (strict if label.strict else _VALUE), words + label.space + strict]
@@ -176,6 +207,9 @@ def label_patterns() -> tuple[Rule, ...]:
                                           "登录", "登陆")))
     out.append(Rule("password", _PASS, ("pass",)))
     out.append(Rule("password", _ZH_DIGITS_LATER, ("密码",)))
+    out.append(Rule("password", _ZH_PASSWORD_LATER, ("密码", "口令")))
+    out.append(Rule("password", _PW_LATER, ("pass", "pw")))
+    out.append(Rule("national_id", _ZH_ID_LATER, ("身份证", "护照", "社保")))
     out.append(Rule("password", ENV_SECRET, ("pass", "pwd", "secret", "token", "key", "sk")))
     return tuple(out)
 
