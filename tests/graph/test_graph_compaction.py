@@ -262,7 +262,7 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
     texts = ["My bike locker number is 7391.", "I like rain.", "Lunch was fine.", "Nothing new.", "Ok."]
     _run_turns(graph, texts, Context(user_id="ep2"))  # turn 5 evicts the first three exchanges
-    ctx = Context(user_id="ep2", recall_episodes=1)
+    ctx = Context(user_id="ep2", recall_episodes=1, recall_episodes_first_turn=1)
     state, _, _ = _run_turns(graph, ["What is my bike locker number?"], ctx)
     system = model.calls[-1][0].content
     block = system[system.index("<user_memory>") : system.index("</user_memory>")]
