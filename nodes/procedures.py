@@ -1,13 +1,14 @@
 """Procedures learned from tool runs that worked (seed 004's `after_skill_success`).
 
 A run (a user's request and everything up to the final answer) whose tool calls all came back
-without an error is a procedure candidate: the request's first sentence as the task, and its
-tool calls in order (at least `MIN_CALLS`; engram's own memory and reading tools are not steps,
-and a call repeated right after itself counts once). It is written as a `skill` memory
-(`engram.stores.memory.procedures`) once the user's next message does not say it failed, or
-when the session ends; a next message that says it failed ("that didn't work", "还是不行")
-drops it. Until then it waits in the thread's state (`pending_procedures`), redacted like every
-persisted text; one the store could not take waits for the next turn. The same workflow again is the same memory, its use counted.
+without an error is a procedure candidate: the request's first sentence that says something as
+the task, and its tool calls in order (at least `MIN_CALLS`; engram's own memory and reading
+tools are not steps, and a call repeated right after itself counts once). It is written as a
+`skill` memory (`engram.stores.memory.procedures`) once the user's next message does not say it
+failed, or when the session ends; a next message that says it failed ("that didn't work",
+"还是不行") drops it. Until then it waits in the thread's state (`pending_procedures`), redacted
+like every persisted text; one the store could not take waits for the next turn. The same
+workflow again is the same memory, its use counted.
 
 Incognito runs learn nothing; with `Context.confirm_memories` a procedure waits for the user's
 approval like any other memory.
