@@ -29,6 +29,7 @@ import importlib.util
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -168,7 +169,7 @@ BASE_URL_SCHEMES = ("http", "https")
 """The schemes of an OpenAI-compatible server's base URL spec."""
 
 PLACEHOLDER_API_KEY = "unused"
-"""The API key of a base URL spec without `OPENAI_API_KEY`: local servers ignore it."""
+"""The API key of a base URL spec without a key for it (`base_url_api_key`): local servers ignore it."""
 
 DEFAULT_SERVED_MODEL = "default"
 """The model name asked for when the server does not list its models (llama-server ignores it)."""
@@ -231,14 +232,13 @@ def base_url_chat_model(base_url: str, model: str | None = None) -> BaseChatMode
     """A `ChatOpenAI` on the OpenAI-compatible server at `base_url` (`http://host:port/v1`).
 
     Without `model`, the server's first listed model (`GET {base_url}/models`), or
-    `DEFAULT_SERVED_MODEL` when it lists none. The API key is `OPENAI_API_KEY`, else
-    `PLACEHOLDER_API_KEY`. A window the listing reports (vLLM's `max_model_len`, llama.cpp's
+    `DEFAULT_SERVED_MODEL` when it lists none. The API key is `base_url_api_key`'s. A window the listing reports (vLLM's `max_model_len`, llama.cpp's
     `n_ctx`) becomes the model's profile, so `context_window_for` budgets what the server
     accepts.
     """
     from langchain_openai import ChatOpenAI
 
-    api_key = os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY
+    api_key = base_url_api_key(base_url)
     listed = _served_models(base_url, api_key)
     entry = next((m for m in listed if model is None or m["id"] == model), None)
     if model is None and entry is None:
@@ -248,6 +248,25 @@ def base_url_chat_model(base_url: str, model: str | None = None) -> BaseChatMode
     window = _served_window(entry)
     profile = {"max_input_tokens": window} if window else None
     return ChatOpenAI(base_url=base_url, model=model, api_key=api_key, profile=profile)
+
+
+def base_url_api_key(base_url: str, env: Mapping[str, str] = os.environ) -> str:
+    """The key sent to a base URL spec's server: `ENGRAM_BASE_URL_API_KEY`, else
+    `OPENAI_API_KEY` over https only (an OpenAI key never crosses a network in clear text), else
+    `PLACEHOLDER_API_KEY`.
+
+    Example:
+        >>> env = {"OPENAI_API_KEY": "sk-openai"}
+        >>> base_url_api_key("http://gpu-box:8000/v1", env), base_url_api_key("https://gpu-box/v1", env)
+        ('unused', 'sk-openai')
+        >>> base_url_api_key("http://gpu-box:8000/v1", {**env, "ENGRAM_BASE_URL_API_KEY": "vllm-key"})
+        'vllm-key'
+    """
+    if env.get("ENGRAM_BASE_URL_API_KEY"):
+        return env["ENGRAM_BASE_URL_API_KEY"]
+    if env.get("OPENAI_API_KEY") and urlsplit(base_url).scheme.lower() == "https":
+        return env["OPENAI_API_KEY"]
+    return PLACEHOLDER_API_KEY
 
 
 def _served_models(base_url: str, api_key: str) -> list[dict[str, Any]]:

@@ -127,10 +127,13 @@ def test_a_server_that_lists_no_model_is_asked_for_the_default(monkeypatch) -> N
     assert (model.openai_api_base, model.model_name) == (base_url, DEFAULT_SERVED_MODEL)
     assert model.openai_api_key.get_secret_value() == PLACEHOLDER_API_KEY
     assert context_window_for(model) == DEFAULT_CONTEXT_WINDOW
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-server")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
     named = load_chat_model(f"{base_url}#llama3.1:8b")
     assert (model_name_of(named), context_window_for(named)) == ("llama3.1:8b", 131_072)
-    assert named.openai_api_key.get_secret_value() == "sk-server"
+    assert named.openai_api_key.get_secret_value() == PLACEHOLDER_API_KEY  # not over http
+    monkeypatch.setenv("ENGRAM_BASE_URL_API_KEY", "sk-server")
+    keyed = load_chat_model(f"{base_url}#llama3.1:8b")
+    assert keyed.openai_api_key.get_secret_value() == "sk-server"
 
 
 @pytest.mark.model
