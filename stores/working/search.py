@@ -6,6 +6,8 @@ tool call's path stays short), and kept for the next searches in a small in-proc
 - lexical: a BM25 index of every chunk (`LexicalIndex` in memory: stemming, CJK bigrams);
 - dense: the store's embedder on the first `MAX_DENSE_CHUNKS` chunks (the chunks after them
   are found by their words only); no embedder (a store without an index), no dense channel.
+  The embedder's sync methods run on a worker thread: a sync tool call runs this on a loop of
+  its own, and an async client (`OpenAIEmbeddings`) would stay bound to that closed loop.
 
 The two rankings are fused by relative score fusion, as recall fuses them
 (`engram.stores.lexical.fusion`).
@@ -73,7 +75,8 @@ async def asearch_chunks(
     lexical = await asyncio.to_thread(indexes.lexical.search, _SCOPE, query, limit=len(chunks))
     dense: list[tuple[str, float]] = []
     if indexes.vectors is not None and embeddings is not None and query.strip():
-        vector = _unit(np.asarray([await embeddings.aembed_query(query)], dtype=np.float32))[0]
+        embedded_query = await asyncio.to_thread(embeddings.embed_query, query)
+        vector = _unit(np.asarray([embedded_query], dtype=np.float32))[0]
         scores = indexes.vectors @ vector
         dense = sorted(((str(n), float(s)) for n, s in enumerate(scores)), key=lambda p: -p[1])
     fused = relative_score_fusion(lexical, dense)
@@ -92,14 +95,15 @@ async def _indexes(key: Hashable, chunks: Sequence[str], embeddings: Embeddings 
     lexical = await asyncio.to_thread(_lexical_index, chunks)
     vectors = None
     if embeddings is not None:
-        embedded = await embeddings.aembed_documents(list(chunks[:MAX_DENSE_CHUNKS]))
+        embedded = await asyncio.to_thread(
+            embeddings.embed_documents, list(chunks[:MAX_DENSE_CHUNKS])
+        )
         vectors = _unit(np.asarray(embedded, dtype=np.float32))
     indexes = _Indexes(lexical, vectors)
     with _LOCK:
         _CACHE[cache_key] = indexes
         while len(_CACHE) > CACHED_RESULTS:
-            _, old = _CACHE.popitem(last=False)
-            old.lexical.close()
+            _CACHE.popitem(last=False)  # not closed here: a search may still hold it (in memory)
     return indexes
 
 
