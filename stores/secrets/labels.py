@@ -118,9 +118,15 @@ _LABELS: tuple[_Label, ...] = (
 
 _CHOSEN = r"(?:\s+(?i:i|we|you|they)(?:\s+(?i:just|finally))?\s+(?i:set|use|used|chose|picked|made|gave\s+it))?"
 """Who chose the secret, between its name and its value ("the pw i set is X")."""
-_STRONG = r"(?=\S*\d)(?=\S*[A-Za-z])(?=\S*[!@#$%^&*+=?~])(?!\S*://)[!-~]{8,}?"
+_STRONG = (
+    r"(?=\S*\d)(?=\S*[A-Za-z])(?=\S*[!@#$%^&*+=?~])(?!\S*://)"
+    r"(?![\w.+-]+@[\w-]+(?:\.[\w-]+)+(?:[.!?]?(?:\s|$)))"  # an e-mail address
+    r"(?!\d{4}-\d\d-\d\d)"  # a date or timestamp
+    r"(?![A-Z][A-Z0-9]+-\d+(?:#\d+)?[.!?]?(?:\s|$))"  # a ticket (SEC-2024#4)
+    r"[!-~]{8,}?"
+)
 """A password beyond doubt: 8+ printable characters with a letter, a digit and a symbol, not a
-URL."""
+URL, an e-mail address, a date or a ticket id."""
 _PW_LATER = re.compile(
     r"(?i:\b(?:password|passwd|passphrase|pwd|pw))\b[^\n.!?]{1,60}?\s"
     r"[\"'`“「]?(?P<value>" + _STRONG + r")" + _END
