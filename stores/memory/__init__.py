@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from engram.stores.memory.long_term import LongTermMemory
     from engram.stores.memory.manage.restore import RestoreResult
     from engram.stores.memory.types import Memory, MemoryCandidate, ScoredMemory, WriteResult
-    from engram.stores.memory.users import DeleteReport, UserStats, adelete_user, delete_user
+    from engram.stores.memory.users import (
+        DeleteReport,
+        UserStats,
+        adelete_thread,
+        adelete_user,
+        delete_thread,
+        delete_user,
+    )
 
 __all__ = [
     "CATEGORIES",
@@ -30,7 +37,9 @@ __all__ = [
     "ScoredMemory",
     "UserStats",
     "WriteResult",
+    "adelete_thread",
     "adelete_user",
+    "delete_thread",
     "delete_user",
 ]
 
@@ -47,7 +56,9 @@ __getattr__, __dir__ = lazy_exports(
         "WriteResult": "engram.stores.memory.types",
         "DeleteReport": "engram.stores.memory.users",
         "UserStats": "engram.stores.memory.users",
+        "adelete_thread": "engram.stores.memory.users",
         "adelete_user": "engram.stores.memory.users",
+        "delete_thread": "engram.stores.memory.users",
         "delete_user": "engram.stores.memory.users",
     },
 )

@@ -13,11 +13,18 @@ an app adds with the same convention), after deleting the registered threads fro
 checkpointer it is given. Namespaces are matched label by label, so user `"al"` never touches
 `"alice"`'s data, and since no label is `*`, no user id acts as a wildcard.
 
-Functions come as store steps (`engram.stores.steps`); `adelete_user` / `delete_user` are the
-drivers that also reach the checkpointer. Deleting leaves nothing behind in files engram can
-reach: a store that keeps files is purged afterwards (`ChromaStore.purge_deleted`: Chroma's log,
-free pages and vector files, the BM25 index), and a SQLite checkpointer deletes securely
-(`PRAGMA secure_delete`) and empties its write-ahead log.
+`delete_thread` removes one thread of one user: its checkpoints, and in the store its offloaded
+tool results (`("tool_results", U, thread)`), the episodes archived from it (the items of
+`("episodes", U)` whose `thread_id` is the thread), its background job entries (the items of
+`("memory_jobs", U)` whose `thread_id` is the thread) and, when the checkpoints went too, its
+entry in the thread registry. Another user's thread with the same id is not touched. Memories
+extracted from the thread (and pending ones) are the user's long-term memory: they stay.
+
+Functions come as store steps (`engram.stores.steps`); `adelete_user` / `delete_user` and
+`adelete_thread` / `delete_thread` are the drivers that also reach the checkpointer. Deleting
+leaves nothing behind in files engram can reach: a store that keeps files is purged afterwards
+(`ChromaStore.purge_deleted`: Chroma's log, free pages and vector files, the BM25 index), and a
+SQLite checkpointer deletes securely (`PRAGMA secure_delete`) and empties its write-ahead log.
 """
 
 from __future__ import annotations
@@ -29,14 +36,25 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import BaseStore, Item, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
 
+from engram.stores.memory.jobs import job_namespace
 from engram.stores.memory.types import Memory
 from engram.stores.namespaces import (
     MEMORY_NAMESPACE,
     THREAD_NAMESPACE,
+    episode_namespace,
     memory_namespace,
     thread_namespace,
+    tool_result_namespace,
     user_label,
     user_of_label,
 )
@@ -114,12 +132,15 @@ class DeleteReport:
 # -- steps ----------------------------------------------------------------------------------------
 
 
-def items_steps(namespace: tuple[str, ...]) -> Steps[list[Item]]:
-    """Every item of exactly `namespace` (not of namespaces below it), newest first."""
+def items_steps(
+    namespace: tuple[str, ...], filter: dict[str, Any] | None = None
+) -> Steps[list[Item]]:
+    """Every item of exactly `namespace` (not of namespaces below it) whose value matches
+    `filter` (all of them without one), newest first."""
     items: list[Item] = []
     offset = 0
     while True:
-        (page,) = yield [SearchOp(namespace, limit=PAGE, offset=offset)]
+        (page,) = yield [SearchOp(namespace, filter=filter, limit=PAGE, offset=offset)]
         items.extend(i for i in page if tuple(i.namespace) == tuple(namespace))
         if len(page) < PAGE:
             return items
@@ -210,6 +231,24 @@ def purge_user_steps(user_id: str) -> Steps[dict[str, int]]:
     return dict(sorted(deleted.items()))
 
 
+def delete_thread_steps(user_id: str, thread_id: str, *, registry: bool) -> Steps[dict[str, int]]:
+    """Delete one thread of `user_id` from the store: its job entries first (a job still running
+    then finds its entry gone and discards what it wrote, `engram.nodes.work.background`), then
+    its offloaded tool results and its episodes, and its registry entry last when `registry`;
+    the items deleted per namespace root."""
+    deleted: dict[str, int] = {}
+    mine = {"thread_id": thread_id}
+    jobs = yield from items_steps(job_namespace(user_id), mine)
+    yield from _delete_items_steps(jobs, deleted)
+    results = yield from items_steps(tool_result_namespace(user_id, thread_id))
+    episodes = yield from items_steps(episode_namespace(user_id), mine)
+    yield from _delete_items_steps(results + episodes, deleted)
+    if registry:
+        (entry,) = yield [GetOp(thread_namespace(user_id), thread_id)]
+        yield from _delete_items_steps([entry] if entry is not None else [], deleted)
+    return dict(sorted(deleted.items()))
+
+
 # -- drivers --------------------------------------------------------------------------------------
 
 
@@ -248,6 +287,59 @@ def delete_user(
     return _delete_report(user_id, deleted, threads, checkpointer is not None)
 
 
+async def adelete_thread(
+    store: BaseStore,
+    user_id: str,
+    thread_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> dict[str, int]:
+    """Delete one thread of `user_id`, purged from the store's files: not restorable.
+
+    Its checkpoints go from `checkpointer` (messages, running summary, task state, results kept
+    in the thread), then from `store` its background job entries, offloaded tool results and
+    archived episodes, and its registry entry. Another user's thread with the same id, the
+    user's other threads and the user's memories stay.
+
+    Args:
+        store: The store the graph writes to.
+        user_id: Whose thread.
+        thread_id: The thread's `configurable.thread_id`.
+        checkpointer: The graph's checkpointer; None leaves the checkpoints there, and the
+            registry entry that lets `delete_user` find them.
+
+    Returns:
+        The store items deleted per namespace root (`episodes`, `tool_results`, ...).
+
+    Raises:
+        ValueError: `thread_id` is not a non-empty string.
+    """
+    _check_thread(thread_id)
+    if checkpointer is not None:
+        await adelete_checkpoints(checkpointer, [thread_id])
+    steps = delete_thread_steps(user_id, thread_id, registry=checkpointer is not None)
+    deleted = await arun_steps(store, steps)
+    await apurge_store(store)
+    return deleted
+
+
+def delete_thread(
+    store: BaseStore,
+    user_id: str,
+    thread_id: str,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> dict[str, int]:
+    """Sync `adelete_thread`."""
+    _check_thread(thread_id)
+    if checkpointer is not None:
+        delete_checkpoints(checkpointer, [thread_id])
+    steps = delete_thread_steps(user_id, thread_id, registry=checkpointer is not None)
+    deleted = run_steps(store, steps)
+    purge_store(store)
+    return deleted
+
+
 async def adelete_checkpoints(checkpointer: BaseCheckpointSaver, thread_ids: list[str]) -> None:
     """Delete the threads' checkpoints (messages, running summaries, all their state); a SQLite
     checkpointer deletes securely and empties its write-ahead log (`_secure_checkpointer`)."""
@@ -275,6 +367,22 @@ def purge_store(store: BaseStore) -> None:
     """Sync `apurge_store`."""
     if (purge := getattr(store, "purge_deleted", None)) is not None:
         purge()
+
+
+def _check_thread(thread_id: str) -> None:
+    if not isinstance(thread_id, str) or not thread_id.strip():
+        raise ValueError(
+            f"thread_id must be a non-empty string, got {thread_id!r}: pass the "
+            "`configurable.thread_id` the thread ran with"
+        )
+
+
+def _delete_items_steps(items: list[Item], deleted: dict[str, int]) -> Steps[None]:
+    """Delete `items`, counting them per namespace root into `deleted`."""
+    if items:
+        yield [PutOp(tuple(i.namespace), i.key, None) for i in items]
+    for item in items:
+        deleted[item.namespace[0]] = deleted.get(item.namespace[0], 0) + 1
 
 
 def _delete_report(

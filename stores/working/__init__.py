@@ -2,7 +2,8 @@
 
 The text is cleaned and redacted once (`kept_text`), split into fixed-size chunks and kept under
 `("tool_results", user, thread)` (`results`), paged through by offset and searched inside by
-words and meaning (`search`); `delete_thread` removes a thread's results with its checkpoints.
+words and meaning (`search`). A thread's results are deleted with the thread
+(`engram.stores.memory.users.delete_thread`) or its user.
 """
 
 from engram.stores.working.chunks import (
@@ -14,12 +15,10 @@ from engram.stores.working.chunks import (
 )
 from engram.stores.working.results import (
     ResultHead,
-    adelete_thread,
     ahead,
     aread_range,
     aread_text,
     awrite_result,
-    delete_thread,
     head_of,
     result_id_for,
 )
@@ -31,13 +30,11 @@ __all__ = [
     "ChunkHit",
     "KeptText",
     "ResultHead",
-    "adelete_thread",
     "ahead",
     "aread_range",
     "aread_text",
     "asearch_chunks",
     "awrite_result",
-    "delete_thread",
     "head_of",
     "kept_text",
     "looks_binary",

@@ -7,11 +7,11 @@ embedded when a result is written (that would cost seconds per 100k characters o
 call's path); `engram.stores.working.search` reads the chunks when the agent searches.
 
 A result is only ever found in its own thread's namespace, of the run's own user: an id from
-another thread or user is simply not there. Deleting the thread (`delete_thread`) or the user
-(`engram.stores.memory.users.delete_user`, which removes every namespace of the user) deletes
-the results, purged from the store's files like any deleted text.
+another thread or user is simply not there. Deleting the thread
+(`engram.stores.memory.users.delete_thread`) or the user (`delete_user`, which removes every
+namespace of the user) deletes the results, purged from the store's files like any deleted text.
 
-Functions come as store steps (`engram.stores.steps`) with sync and async drivers.
+Functions come as store steps (`engram.stores.steps`) with async drivers.
 """
 
 from __future__ import annotations
@@ -20,24 +20,13 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
 from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
-from engram.stores.memory.users import (
-    adelete_checkpoints,
-    apurge_store,
-    delete_checkpoints,
-    items_steps,
-    purge_store,
-)
-from engram.stores.namespaces import tool_result_namespace
-from engram.stores.steps import Steps, arun_steps, run_steps
+from engram.stores.steps import Steps, arun_steps
 from engram.stores.working.chunks import CHUNK_CHARS, KeptText, covering, split
-
-if TYPE_CHECKING:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
 @dataclass(frozen=True)
@@ -127,15 +116,6 @@ def text_steps(namespace: tuple[str, ...], head: ResultHead) -> Steps[list[str]]
     return chunks
 
 
-def delete_thread_steps(user_id: str, thread_id: str) -> Steps[int]:
-    """Delete every result of the thread; how many items went."""
-    namespace = tool_result_namespace(user_id, thread_id)
-    items = yield from items_steps(namespace)
-    if items:
-        yield [PutOp(namespace, item.key, None) for item in items]
-    return len(items)
-
-
 # -- drivers --------------------------------------------------------------------------------------
 
 
@@ -189,27 +169,3 @@ async def aread_text(store: BaseStore, namespace: tuple[str, ...],
         return head, (yield from text_steps(namespace, head))
 
     return await arun_steps(store, steps())
-
-
-async def adelete_thread(store: BaseStore, user_id: str, thread_id: str, *,
-                         checkpointer: BaseCheckpointSaver | None = None) -> int:
-    """Delete a thread: its checkpoints (messages, summary, task state, results kept in the
-    thread) from `checkpointer` when one is given, and its offloaded tool results from
-    `store`, purged from the store's files; the store items deleted."""
-    if checkpointer is not None:
-        await adelete_checkpoints(checkpointer, [thread_id])
-    deleted = await arun_steps(store, delete_thread_steps(user_id, thread_id))
-    if deleted:
-        await apurge_store(store)
-    return deleted
-
-
-def delete_thread(store: BaseStore, user_id: str, thread_id: str, *,
-                  checkpointer: BaseCheckpointSaver | None = None) -> int:
-    """Sync `adelete_thread`."""
-    if checkpointer is not None:
-        delete_checkpoints(checkpointer, [thread_id])
-    deleted = run_steps(store, delete_thread_steps(user_id, thread_id))
-    if deleted:
-        purge_store(store)
-    return deleted

@@ -30,7 +30,8 @@ from engram.graph.offload import NOT_FOUND_ANSWER
 from engram.nodes.offload import pointer_of
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.chroma.store import ChromaStore
-from engram.stores.working import MAX_KEPT_CHARS, delete_thread
+from engram.stores.memory.users import delete_thread
+from engram.stores.working import MAX_KEPT_CHARS
 
 NEEDLE = "ERROR checkout: the connection pool was exhausted after 30 s (pool=orders-db)"
 LOG = (

@@ -7,12 +7,11 @@ from __future__ import annotations
 from fakes import NGramEmbeddings
 from langgraph.store.base import BaseStore
 
-from engram.stores.memory.users import adelete_user
+from engram.stores.memory.users import adelete_thread, adelete_user
 from engram.stores.namespaces import tool_result_namespace
 from engram.stores.working import (
     CHUNK_CHARS,
     MAX_KEPT_CHARS,
-    adelete_thread,
     aread_range,
     aread_text,
     asearch_chunks,
@@ -89,7 +88,7 @@ async def test_deleting_the_thread_or_the_user_deletes_its_results(store: BaseSt
     await _write(store, "alice", "t2", "r2", TEXT)
     await _write(store, "bob", "t1", "r3", TEXT)
 
-    assert await adelete_thread(store, "alice", "t1") == 10  # 9 chunks and the head
+    assert await adelete_thread(store, "alice", "t1") == {"tool_results": 10}  # 9 chunks, head
     assert await aread_range(store, tool_result_namespace("alice", "t1"), "r1", 0, 10) is None
     assert await aread_range(store, tool_result_namespace("alice", "t2"), "r2", 0, 10)
 
