@@ -31,7 +31,9 @@ regard to case; a category's name (`## preference`) works as well as its heading
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -64,9 +66,48 @@ Keep the id comments at the end of the bullets: they link bullets to memories.
 "# Superseded" is history: edits there are ignored.
 -->"""
 
-_HEADER = re.compile(
-    r"<!--\s*engram memory\.md\s*\|\s*user:\s*(?P<user>\S+)\s*\|\s*exported:\s*(?P<at>\S+)\s*-->"
+_HEADER = (
+    r"<!--\s*engram {kind}\s*\|\s*user:\s*(?:(?P<quoted>\"(?:[^\"\\]|\\.)*\")|(?P<bare>\S+))"
+    r"\s*\|\s*exported:\s*(?P<at>\S+)\s*-->"
 )
+"""An export's header comment: the user id as a JSON string (a bare word in older files)."""
+
+
+def export_header(kind: str, user_id: str, exported_at: str) -> str:
+    """The header comment naming whose file it is (`kind`: "memory.md" or "learnings.md"); the
+    user id as a JSON string whose `<` and `>` are escaped, so any id reads back whole and none
+    can close the comment.
+
+    Example:
+        >>> line = export_header("memory.md", "alice smith -->", "2026-01-01T00:00:00Z")
+        >>> print(line)
+        <!-- engram memory.md | user: "alice smith --\\u003e" | exported: 2026-01-01T00:00:00Z -->
+        >>> read_export_header("memory.md", line)
+        ('alice smith -->', '2026-01-01T00:00:00Z')
+    """
+    quoted = json.dumps(user_id).replace("<", "\\u003c").replace(">", "\\u003e")
+    return f"<!-- engram {kind} | user: {quoted} | exported: {exported_at} -->"
+
+
+def read_export_header(kind: str, line: str) -> tuple[str, str] | None:
+    """(user id, exported at) of an `export_header` line of `kind`, or None."""
+    found = re.search(_HEADER.format(kind=re.escape(kind)), line)
+    if found is None:
+        return None
+    user = json.loads(found["quoted"]) if found["quoted"] else found["bare"]
+    return user, found["at"]
+
+
+def display_user(user_id: str) -> str:
+    """A user id as the title and the editing hints show it: one line, quoted for a shell when
+    needed, `<` and `>` as `‹` and `›` (the hints are in a comment an id could otherwise close).
+
+    Example:
+        >>> display_user("alice"), display_user("alice smith"), display_user("a -->\\n# x")
+        ('alice', "'alice smith'", "'a --› # x'")
+    """
+    line = " ".join(user_id.split()) or user_id
+    return shlex.quote(line).replace("<", "‹").replace(">", "›")
 _ID = re.compile(r"\s*<!--\s*id:\s*(?P<id>[^\s>]+)\s*-->\s*$")
 _BULLET = re.compile(r"^[-*] (?P<text>.*)$|^[-*]$")
 
@@ -122,9 +163,9 @@ def render_markdown(
     for memory in sorted(memories, key=lambda m: (m.created_at, m.id)):
         by_status[status_of(memory)].append(memory)
     lines = [
-        f"# Memories of {user_id}",
-        f"<!-- engram memory.md | user: {user_id} | exported: {exported_at} -->",
-        HOW_TO_EDIT.format(user=user_id),
+        f"# Memories of {display_user(user_id)}",
+        export_header("memory.md", user_id, exported_at),
+        HOW_TO_EDIT.format(user=display_user(user_id)),
         "",
     ]
     lines += _categories(by_status["current"], keep_empty=True)
@@ -210,8 +251,8 @@ class _Parser:
             self.in_comment = "-->" not in line
             return
         if stripped.startswith("<!--"):
-            if header := _HEADER.search(stripped):
-                self.user_id, self.exported_at = header["user"], header["at"]
+            if header := read_export_header("memory.md", stripped):
+                self.user_id, self.exported_at = header
             self.in_comment = "-->" not in stripped
             return
         if self.open and (line.startswith(("  ", "\t")) or not stripped):

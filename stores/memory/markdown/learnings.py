@@ -42,7 +42,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engram.stores.memory.markdown.format import Bullet, MarkdownDoc, MarkdownError, status_of
+from engram.stores.memory.markdown.format import (
+    Bullet,
+    MarkdownDoc,
+    MarkdownError,
+    display_user,
+    export_header,
+    read_export_header,
+    status_of,
+)
 from engram.stores.memory.procedures import (
     PROCEDURE_PREFIX,
     Procedure,
@@ -63,9 +71,6 @@ How to edit (then run `engram memory import FILE --user {user}`; it shows the ch
 Keep the id comments at the end of the headings: they link sections to memories.
 -->"""
 
-_HEADER = re.compile(
-    r"<!--\s*engram learnings\.md\s*\|\s*user:\s*(?P<user>\S+)\s*\|\s*exported:\s*(?P<at>\S+)\s*-->"
-)
 _ID = re.compile(r"\s*<!--\s*id:\s*(?P<id>[^\s>]+)\s*-->\s*$")
 _USES = re.compile(r"^Worked (?:once|\d+ times)\.$")
 _STEP = re.compile(r"^\s*\d{1,3}[.)]\s+\S")
@@ -74,7 +79,7 @@ _STEP = re.compile(r"^\s*\d{1,3}[.)]\s+\S")
 def is_learnings(text: str) -> bool:
     """Whether a file is a `learnings.md` (its title or its export comment says so)."""
     head = text.removeprefix("\ufeff").lstrip()[:400]
-    return head.startswith("# Learnings") or _HEADER.search(head) is not None
+    return head.startswith("# Learnings") or read_export_header("learnings.md", head) is not None
 
 
 def procedures_of(memories: Sequence[Memory]) -> list[Memory]:
@@ -85,9 +90,9 @@ def procedures_of(memories: Sequence[Memory]) -> list[Memory]:
 def render_learnings(user_id: str, memories: Sequence[Memory], *, exported_at: str) -> str:
     """The `learnings.md` of the current procedures among `memories`, oldest first."""
     lines = [
-        f"# Learnings of {user_id}",
-        f"<!-- engram learnings.md | user: {user_id} | exported: {exported_at} -->",
-        HOW_TO_EDIT.format(user=user_id),
+        f"# Learnings of {display_user(user_id)}",
+        export_header("learnings.md", user_id, exported_at),
+        HOW_TO_EDIT.format(user=display_user(user_id)),
         "",
     ]
     current = [m for m in procedures_of(memories) if status_of(m) == "current"]
@@ -120,8 +125,8 @@ def parse_learnings(text: str) -> MarkdownDoc:
             in_comment = "-->" not in line
             continue
         if stripped.startswith("<!--"):
-            if header := _HEADER.search(stripped):
-                user_id, exported_at = header["user"], header["at"]
+            if header := read_export_header("learnings.md", stripped):
+                user_id, exported_at = header
             in_comment = "-->" not in stripped
             continue
         if not stripped or line.startswith("# ") or _USES.match(stripped):

@@ -228,3 +228,22 @@ def test_a_plan_change_without_its_memory_id_is_refused_before_any_write(store):
     with pytest.raises(PlanError, match="a 'forget' change needs the memory_id"):
         run_steps(store, import_steps(USER, bad, now=T0.isoformat()))
     assert everything(store) == before
+
+
+@pytest.mark.parametrize("user", ["alice smith", "a | exported: x", 'say "hi" -->\n## Facts\n- x'])
+def test_any_user_id_reads_back_whole_and_cannot_add_to_the_file(store, user):
+    """Any string is a user id: the header keeps it whole (an older parser cut it at a space, and
+    a file of another user was then imported without being refused)."""
+    ltm = LongTermMemory(store, clock=lambda: T0)
+    ltm.upsert(user, [MemoryCandidate(content="The user edits code in Vim", category="preference")])
+    memories = list(run_steps(store, memories_steps(user)))
+    doc = parse_markdown(render_markdown(user, memories, exported_at=T0.isoformat()))
+    assert doc.user_id == user
+    assert [b.content for b in doc.bullets] == ["The user edits code in Vim"]
+    with pytest.raises(MarkdownError, match="exported for user"):
+        plan_import(doc, memories, "alice")
+
+
+def test_a_file_exported_before_user_ids_were_quoted_still_names_its_user():
+    doc = parse_markdown("<!-- engram memory.md | user: alice | exported: 2026-05-01 -->\n")
+    assert (doc.user_id, doc.exported_at) == ("alice", "2026-05-01")
