@@ -56,6 +56,7 @@ def build_graph(
     *,
     memory_model: BaseChatModel | None = None,
     tools: Sequence[BaseTool] | None = None,
+    offload: bool = True,
 ) -> StateGraph[EngramState, Context]:
     """The uncompiled memory graph; compile it with your own store and checkpointer.
 
@@ -68,7 +69,11 @@ def build_graph(
         tools: Tools the answering model may call (adds the `tools` node and its loop). A
             result longer than `Context.offload_threshold_tokens` is kept aside and the model
             sees a pointer (`engram.nodes.offload`); the tools that read it back
-            (`read_tool_result`, `search_tool_result`) are added to `tools`.
+            (`read_tool_result`, `search_tool_result`) are added to `tools`, so every call of
+            the model carries their schemas, whatever the run's threshold.
+        offload: False: no tool result is offloaded and the two reading tools are not added
+            (`Context.offload_threshold_tokens=None` turns offloading off for a run, but the
+            tools are bound when the graph is built).
 
     Example:
         >>> graph = build_graph().compile()
@@ -82,7 +87,7 @@ def build_graph(
     builder = StateGraph(EngramState, context_schema=Context)
     start = make_start(model_name=name, default_window=context_window_for(model), work=work)
     builder.add_node("start", _bridge("start", start))
-    if tools:
+    if tools and offload:
         tools = with_offload_tools(tools)
     respond, respond_sync = make_respond(model, tools)
     builder.add_node("respond", _bridge("respond", respond, respond_sync))
@@ -93,7 +98,9 @@ def build_graph(
     builder.add_edge("start", "respond")
     after_respond = ["compact", "consolidate"]
     if tools:
-        wrap, awrap = offload_wrappers(Offloader(memory_model, model_name=name))
+        wrap, awrap = (
+            offload_wrappers(Offloader(memory_model, model_name=name)) if offload else (None, None)
+        )
         builder.add_node("tools", ToolNode(list(tools), wrap_tool_call=wrap, awrap_tool_call=awrap))
         builder.add_edge("tools", "respond")
         after_respond.insert(0, "tools")
@@ -115,6 +122,7 @@ def compile_graph(
     store: BaseStore | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
     tools: Sequence[BaseTool] | None = None,
+    offload: bool = True,
     postgres_url: str | None = None,
 ) -> EngramGraph:
     """The memory graph, compiled with a store and a checkpointer.
@@ -132,6 +140,8 @@ def compile_graph(
             `$ENGRAM_POSTGRES_URL`) when given, else a SQLite file in the same folder
             (`checkpoints.sqlite`); either is usable from both `invoke` and `ainvoke`.
         tools: Tools the answering model may call.
+        offload: False: never offload tool results, and give the model no tools to read them
+            (see `build_graph`).
         postgres_url: A PostgreSQL database for the default checkpointer
             (`postgresql://user:password@host:port/database`), shared by several app machines.
     """
@@ -143,9 +153,8 @@ def compile_graph(
         if store is None:
             store = default_store()
             opened.append(store)
-        compiled = build_graph(model, memory_model=memory_model, tools=tools).compile(
-            store=store, checkpointer=checkpointer
-        )
+        built = build_graph(model, memory_model=memory_model, tools=tools, offload=offload)
+        compiled = built.compile(store=store, checkpointer=checkpointer)
     except BaseException:
         _close_all(opened)
         raise

@@ -33,6 +33,7 @@ from engram.graph.tools import engram_tool
 from engram.nodes.context import Context
 from engram.nodes.offload import Offloader
 from engram.nodes.prompts import READ_TOOL_RESULT_DESCRIPTION, SEARCH_TOOL_RESULT_DESCRIPTION
+from engram.nodes.tool_calls import READ_TOOL_RESULT, SEARCH_TOOL_RESULT
 from engram.stores.namespaces import tool_result_namespace
 from engram.stores.working import aread_range, aread_text, asearch_chunks
 from engram.stores.working.chunks import split
@@ -142,7 +143,7 @@ def create_read_tool_result_tool(
                     "stored_length": stored, "total_length": total}
         return f"{head}\n{text}\n{tail}", artifact
 
-    return engram_tool(read_tool_result, "read_tool_result", instructions)
+    return engram_tool(read_tool_result, READ_TOOL_RESULT, instructions)
 
 
 def create_search_tool_result_tool(
@@ -179,7 +180,7 @@ def create_search_tool_result_tool(
         ]
         return json.dumps(rows, ensure_ascii=False), rows
 
-    return engram_tool(search_tool_result, "search_tool_result", instructions)
+    return engram_tool(search_tool_result, SEARCH_TOOL_RESULT, instructions)
 
 
 async def _read(

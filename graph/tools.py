@@ -48,6 +48,14 @@ from engram.nodes.prompts import (
     RESTORE_MEMORY_TOOL_DESCRIPTION,
     SEARCH_MEMORY_TOOL_DESCRIPTION,
 )
+from engram.nodes.tool_calls import (
+    CONFIRM_MEMORY,
+    DELETE_MEMORY,
+    FORGET_MEMORY,
+    REMEMBER,
+    RESTORE_MEMORY,
+    SEARCH_MEMORY,
+)
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.pending import PendingMemories
 from engram.stores.memory.types import Category
@@ -126,7 +134,7 @@ def create_search_memory_tool(
         ]
         return json.dumps(rows, ensure_ascii=False), rows
 
-    return engram_tool(search_memory, "search_memory", instructions)
+    return engram_tool(search_memory, SEARCH_MEMORY, instructions)
 
 
 def create_remember_tool(
@@ -173,7 +181,7 @@ def create_remember_tool(
         }
         return f"{done} as {memory.category} (id {memory.id}): {memory.content}", artifact
 
-    return engram_tool(remember, "remember", instructions)
+    return engram_tool(remember, REMEMBER, instructions)
 
 
 def create_forget_memory_tool(
@@ -201,7 +209,7 @@ def create_forget_memory_tool(
         runtime.stream_writer(memory_event(MEMORY_FORGOTTEN, ctx.user_id, memory))
         return f"Forgot (restorable): {memory.content}", memory.id
 
-    return engram_tool(forget_memory, "forget_memory", instructions)
+    return engram_tool(forget_memory, FORGET_MEMORY, instructions)
 
 
 def create_restore_memory_tool(
@@ -231,7 +239,7 @@ def create_restore_memory_tool(
         runtime.stream_writer(memory_event(MEMORY_RESTORED, ctx.user_id, result.memory))
         return f"Restored: {result.memory.content}", result.memory.id
 
-    return engram_tool(restore_memory, "restore_memory", instructions)
+    return engram_tool(restore_memory, RESTORE_MEMORY, instructions)
 
 
 def create_delete_memory_tool(
@@ -262,7 +270,7 @@ def create_delete_memory_tool(
         runtime.stream_writer(deleted_event(ctx.user_id, memory_id))
         return f"Deleted for good: memory {memory_id}.", memory_id
 
-    return engram_tool(delete_memory, "delete_memory", instructions)
+    return engram_tool(delete_memory, DELETE_MEMORY, instructions)
 
 
 def create_confirm_memory_tool(
@@ -323,7 +331,7 @@ def create_confirm_memory_tool(
             result.memory.content
         ), {"action": result.action, "memory_id": result.memory.id}
 
-    return engram_tool(confirm_memory, "confirm_memory", instructions)
+    return engram_tool(confirm_memory, CONFIRM_MEMORY, instructions)
 
 
 def engram_tool(coroutine: Callable[..., Awaitable[Any]], name: str, description: str) -> BaseTool:

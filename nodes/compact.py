@@ -11,9 +11,11 @@ would separate an AI message with tool calls from its results) and, for everythi
 
 1. folds them into the running summary (the LLM or the offline summarizer), secrets redacted
    from the messages it reads and from the summary it writes, whichever summarizer wrote it,
-   and updates the task state (`task_state`: goal, steps done and to do, findings) from them
-   (the memory model's bounded call or the offline rules, `engram.nodes.task`), so what the
-   agent is doing survives as structure, not only as prose;
+   and, when the thread's messages hold a tool-using run (a tool call or its result, folded
+   or kept), updates the task state (`task_state`: goal, steps done and to do, findings) from
+   them (the memory model's bounded call or the offline rules, `engram.nodes.task`), so what
+   the agent is doing survives as structure, not only as prose; a plain chat has no task state
+   and no call for it;
 2. archives them as episodes under `("episodes", user_id)` — one per message, with the thread
    id, the message id and the two messages before it as lexical context — so details the
    summary dropped stay recallable;
@@ -173,10 +175,10 @@ def make_compact(
         state: EngramState, evicted: Sequence[BaseMessage], over_cap: bool,
         runtime: Runtime[Context],
     ) -> dict[str, Any]:
-        """The new summary of the state's summary + `evicted`, the new task state, and
-        `evicted` archived as episodes. `ok` is False when the summarizer or the archive failed
-        (nothing may be evicted then), unless the hard cap forces the eviction (a lossy note in
-        the summary then)."""
+        """The new summary of the state's summary + `evicted`, the new task state (when the
+        thread's messages hold a tool-using run), and `evicted` archived as episodes. `ok` is
+        False when the summarizer or the archive failed (nothing may be evicted then), unless
+        the hard cap forces the eviction (a lossy note in the summary then)."""
         ctx = runtime.context
         counter = counter_for_model(model_name)
         failures: list[dict[str, str]] = []
@@ -200,10 +202,12 @@ def make_compact(
             )
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
         summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
-        task_state, task_failures = await task_updater.aupdate(
-            state.get("task_state"), readable, counter
-        )
-        failures += task_failures
+        task: dict[str, Any] = {}
+        if _uses_tools(state["messages"]):  # a plain chat has no task state (and no call for it)
+            task["task_state"], task_failures = await task_updater.aupdate(
+                state.get("task_state"), readable, counter
+            )
+            failures += task_failures
 
         episode_keys: list[str] = []
         if runtime.store is not None and not ctx.incognito:
@@ -220,7 +224,7 @@ def make_compact(
             "ok": True,
             "summary": summary,
             "summary_tokens": counter.count_text(summary),
-            "task_state": task_state,
+            **task,
             "mode": summarizer.mode,
             "lossy": lossy,
             "episodes": len(episode_keys),
@@ -231,6 +235,13 @@ def make_compact(
     if work is not None:
         work.register("compact", run_job)
     return compact
+
+
+def _uses_tools(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a tool-using run is in `messages`: an AI message that calls a tool, or a result."""
+    return any(
+        isinstance(m, ToolMessage) or (isinstance(m, AIMessage) and m.tool_calls) for m in messages
+    )
 
 
 def _lossy_summary(previous: str, count: int, max_tokens: int, counter: TokenCounter) -> str:

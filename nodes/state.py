@@ -121,6 +121,9 @@ class PendingProcedure(TypedDict):
     """Each tool call as written: `tool(arguments)`."""
     message_ids: list[str]
     """The run's messages."""
+    user_id: NotRequired[str]
+    """Whose run it was: it is written under this user, whoever runs the thread next. Missing in
+    what engram kept before it recorded the user; such a procedure is dropped, not written."""
 
 
 def _merged(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from engram.nodes.offload.pointer import (
 )
 from engram.nodes.offload.summary import amodel_summary
 from engram.nodes.text.tokens import counter_for_model
+from engram.nodes.tool_calls import READER_TOOLS
 from engram.stores.namespaces import tool_result_namespace
 from engram.stores.secrets import redact
 from engram.stores.working import (
@@ -60,10 +61,6 @@ if TYPE_CHECKING:
     from engram.nodes.state import OffloadRecord
 
 logger = logging.getLogger(__name__)
-
-READER_TOOLS = frozenset({"read_tool_result", "search_tool_result"})
-"""The tools that read offloaded results back: their results are never offloaded."""
-
 
 class Offloader:
     """Keeps tool results that are too long out of the model's context.

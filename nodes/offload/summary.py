@@ -23,6 +23,8 @@ SUMMARY_OUTPUT_TOKENS = 150
 """Output limit of the call."""
 SUMMARY_WORDS = 60
 """What the prompt asks for."""
+_MAX_CHARS_PER_TOKEN = 8
+"""Characters read per token allowed: enough for English (about four a token) and denser text."""
 
 
 async def amodel_summary(
@@ -53,9 +55,11 @@ async def amodel_summary(
 
 def _excerpt(text: str, counter: TokenCounter) -> tuple[str, str]:
     """(which part is shown, the part)."""
-    if counter.count_text(text[: SUMMARY_INPUT_TOKENS * 8]) <= SUMMARY_INPUT_TOKENS:
+    window = SUMMARY_INPUT_TOKENS * _MAX_CHARS_PER_TOKEN  # bounds what is encoded
+    if len(text) <= window and counter.count_text(text) <= SUMMARY_INPUT_TOKENS:
         return "all of it is shown", text
-    head = counter.truncate(text[: SUMMARY_INPUT_TOKENS * 8], SUMMARY_INPUT_TOKENS * 4 // 5)
+    head = counter.truncate(text[:window], SUMMARY_INPUT_TOKENS * 4 // 5)
     tail_tokens = SUMMARY_INPUT_TOKENS - counter.count_text(head)
-    tail = text[-tail_tokens * 4 :] if tail_tokens > 0 else ""
+    start = max(len(head), len(text) - tail_tokens * _MAX_CHARS_PER_TOKEN)  # not the head again
+    tail = counter.truncate_start(text[start:], tail_tokens)
     return "its beginning and its end are shown", f"{head}\n[…]\n{tail}"

@@ -2,15 +2,15 @@
 
 Over the messages a compaction folds, oldest first, on top of the previous state:
 
-- **goal**: the user's latest request (three words at least besides fillers such as "ok",
-  "thanks", "go ahead", "what next"), its first sentence;
+- **goal**: the task of the user's latest request (`request_task`: its first sentence with
+  three words at least besides fillers such as "ok", "thanks", "go ahead", "what next");
 - **plans**: an assistant or user message with a checklist (`- [ ] step`, `- [x] step`) or at
   least two numbered items (`1. step`) is a plan: its open items become the steps to do, its
   checked items steps done;
 - **tool calls**: a call whose result came back without an error is a step done
-  (`name(arguments)`); its result gives a finding: the pointer's summary for an offloaded
-  result (engram wrote it), else the result's first line. A result that is an error is a
-  finding ("name failed: ...").
+  (`name(key=value, ...)`, `engram.nodes.tool_calls.call_step`); its result gives a finding:
+  the pointer's summary for an offloaded result (engram wrote it), else the result's first line.
+  A result that is an error is a finding ("name failed: ...").
 
 Each list keeps its newest `MAX_ITEMS` items (the steps to do: the first ones), each item at most
 `MAX_ITEM_CHARS` characters; a step done leaves the steps to do. The messages are redacted
@@ -28,7 +28,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 
@@ -37,18 +36,17 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from engram.nodes.offload.pointer import pointer_of
 from engram.nodes.state import TaskState
 from engram.nodes.text.tokens import message_content
+from engram.nodes.tool_calls import call_step
 
 MAX_ITEMS = 8
 """Items per list."""
 MAX_ITEM_CHARS = 200
 """Characters per item (and of the goal)."""
-ARGS_CHARS = 80
-"""Characters of a tool call's arguments kept in its step."""
 
 _CHECKED = re.compile(r"^\s*[-*]\s*\[[xX✓✔]\]\s+(.+)$", re.MULTILINE)
 _UNCHECKED = re.compile(r"^\s*[-*]\s*\[\s\]\s+(.+)$", re.MULTILINE)
 _NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+(.+)$", re.MULTILINE)
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _FILLER = frozenset({
     "ahead", "and", "anything", "bye", "continue", "cool", "else", "fine", "go", "good", "great",
     "hello", "hey", "hi", "next", "nice", "no", "now", "ok", "okay", "on", "perfect", "please",
@@ -71,8 +69,8 @@ def offline_update(previous: TaskState | None, messages: Sequence[BaseMessage]) 
     calls: dict[str, str] = {}
     for message in messages:
         text = message_content(message) if not isinstance(message, ToolMessage) else ""
-        if isinstance(message, HumanMessage) and _is_request(text):
-            goal = _item(_SENTENCE.split(text.strip(), maxsplit=1)[0])
+        if isinstance(message, HumanMessage) and (task := request_task(text)):
+            goal = task
         if isinstance(message, AIMessage | HumanMessage):
             open_items, checked = _plan(message.content if isinstance(message.content, str) else text)
             if open_items or checked:
@@ -80,8 +78,8 @@ def offline_update(previous: TaskState | None, messages: Sequence[BaseMessage]) 
                 done += checked
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                args = json.dumps(call["args"], ensure_ascii=False)
-                calls[call["id"] or ""] = _item(f"{call['name']}({_cut(args, ARGS_CHARS)})")
+                step = call_step(call["name"], call.get("args") or {}, limit=MAX_ITEM_CHARS)
+                calls[call["id"] or ""] = step
         if isinstance(message, ToolMessage):
             step = calls.get(message.tool_call_id, _item(f"{message.name or 'a tool'}()"))
             finding = _finding(message)
@@ -100,6 +98,22 @@ def offline_update(previous: TaskState | None, messages: Sequence[BaseMessage]) 
         key_findings=_newest(findings),
         mode="offline",
     )
+
+
+def request_task(text: str, *, limit: int = MAX_ITEM_CHARS) -> str:
+    """The task a user's message asks for: its first sentence that makes a request (three words
+    at least besides fillers such as "ok", "thanks", "go ahead", or four Chinese characters), cut
+    to `limit` characters; "" when no sentence does. The task state's goal and a procedure's task
+    (`engram.nodes.procedures`) are both this.
+
+    Example:
+        >>> request_task("Thanks! Now publish the docs to the staging site. Use the CLI.")
+        'Now publish the docs to the staging site.'
+        >>> request_task("好的，谢谢！帮我把文档发布到测试站点。"), request_task("ok, go ahead")
+        ('帮我把文档发布到测试站点。', '')
+    """
+    sentences = [s for s in _SENTENCE.split(" ".join(text.split())) if s]
+    return _cut(next((s for s in sentences if _is_request(s)), ""), limit)
 
 
 def _is_request(text: str) -> bool:

@@ -81,9 +81,9 @@ def _prompt(
     previous: TaskState | None, messages: Sequence[BaseMessage], counter: TokenCounter
 ) -> list[BaseMessage]:
     transcript = render_transcript(messages)
-    if counter.count_text(transcript) > TRANSCRIPT_TOKENS:  # keep the newest part
-        tail = transcript[-TRANSCRIPT_TOKENS * 4 :]  # about four characters a token
-        transcript = "[…]\n" + counter.truncate(tail, TRANSCRIPT_TOKENS)
+    kept = counter.truncate_start(transcript, TRANSCRIPT_TOKENS)  # the newest part
+    if kept != transcript:
+        transcript = "[…]\n" + kept
     old = "\n".join(task_lines(previous or empty_task_state())) or "(nothing yet)"
     return [
         SystemMessage(TASK_STATE_SYSTEM_PROMPT.format(max_items=MAX_ITEMS)),

@@ -117,10 +117,10 @@ class TokenCounter:
         """The longest prefix of `text` that fits in `max_tokens` (cut at a token boundary)."""
         if max_tokens <= 0:
             return ""
-        if self.count_text(text) <= max_tokens:
-            return text
         if self.encoding is not None:
             tokens = self.encoding.encode(text, disallowed_special=())
+            if len(tokens) <= max_tokens:
+                return text
             # A cut inside a multi-byte character drops that character.
             return self.encoding.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
         low, high = 0, len(text)
@@ -131,6 +131,40 @@ class TokenCounter:
             else:
                 high = mid - 1
         return text[:low]
+
+    def truncate_start(self, text: str, max_tokens: int) -> str:
+        """The longest suffix of `text` that fits in `max_tokens` (cut at a token boundary):
+        the newest part of a transcript or the end of a text, where `truncate` keeps the start.
+
+        Example:
+            >>> counter = counter_for_model(None)
+            >>> kept = counter.truncate_start("one two three four", 2)
+            >>> kept.endswith("four"), counter.count_text(kept) <= 2
+            (True, True)
+        """
+        if max_tokens <= 0:
+            return ""
+        if self.encoding is not None:
+            tokens = self.encoding.encode(text, disallowed_special=())
+            if len(tokens) <= max_tokens:
+                return text
+            # A cut inside a multi-byte character drops that character; a suffix may tokenize
+            # differently on its own, so fewer tokens are taken until it fits.
+            for keep in range(max_tokens, 0, -1):
+                part = self.encoding.decode_bytes(tokens[-keep:]).decode("utf-8", errors="ignore")
+                if self.count_text(part) <= max_tokens:
+                    return part
+            return ""
+        if estimate_tokens(text) <= max_tokens:
+            return text
+        low, high = 0, len(text)  # the smallest start whose suffix fits
+        while low < high:
+            mid = (low + high) // 2
+            if estimate_tokens(text[mid:]) <= max_tokens:
+                high = mid
+            else:
+                low = mid + 1
+        return text[low:]
 
 
 def counter_for_model(model_name: str | None) -> TokenCounter:

@@ -11,8 +11,9 @@ prompt): the task it solved, then one numbered line per tool call:
 Its `structured_data` is derived from that text (`procedure_fields`), seed 004's
 `{"skill_name", "workflow": [{"step", "tool"}]}` with each call as written (`call`), how often
 it worked (`uses`) and the workflow's signature (`value`: the tools in order). Its `key` names
-the signature (`procedure_key`), so the same workflow done again is one memory whose use is
-counted (`counted_use`), and a different one is a memory of its own
+the signature (`procedure_key`). The same task done again with the same tools
+(`same_procedure`) is one memory whose use is counted (`counted_use`); another task done with
+the same tools, or the same task with other tools, is a memory of its own
 (`engram.stores.memory.write.policy`).
 
 Example:
@@ -23,6 +24,10 @@ Example:
     2. restart()
     >>> parse_procedure(p.content) == p, p.tools, p.key
     (True, ('fetch_logs', 'restart'), 'skill.procedure.fetch_logs.restart')
+    >>> again = Procedure("Find why checkout fails again", ("fetch_logs()", "restart()"))
+    >>> other = Procedure("Find flights to Paris", ("fetch_logs()", "restart()"))
+    >>> same_procedure(p.data(), again.data()), same_procedure(p.data(), other.data())
+    (True, False)
 """
 
 from __future__ import annotations
@@ -30,7 +35,11 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
+
+from engram.stores.lexical.index import Tokenizer
+from engram.stores.memory.types import normalize_text
 
 PROCEDURE_PREFIX = "Steps that worked for:"
 """The first line of a procedure's text starts with this."""
@@ -42,6 +51,8 @@ MAX_CALL_CHARS = 120
 """Characters of a call as written in a step."""
 MAX_TASK_CHARS = 200
 """Characters of the task a procedure solved."""
+SAME_TASK_OVERLAP = 0.6
+"""How much two tasks' terms overlap at least to be the same task (`same_task`)."""
 _KEY_CHARS = 80
 """Longer signatures are shortened to a hash in the key."""
 
@@ -156,6 +167,45 @@ def is_procedure(data: dict[str, Any] | None) -> bool:
     return isinstance(data, dict) and isinstance(data.get("workflow"), list)
 
 
+def same_procedure(existing: dict[str, Any] | None, incoming: dict[str, Any] | None) -> bool:
+    """Whether two procedures' `structured_data` are the same procedure: the same tools in the
+    same order (`value`) for the same task (`same_task` of their `skill_name`)."""
+    if not (is_procedure(existing) and is_procedure(incoming)):
+        return False
+    old, new = existing or {}, incoming or {}
+    return old.get("value") == new.get("value") and same_task(
+        str(old.get("skill_name", "")), str(new.get("skill_name", ""))
+    )
+
+
+def same_task(a: str, b: str) -> bool:
+    """Whether two task texts are the same task: their terms (the lexical index's: stemmed words
+    without stop words, Chinese character bigrams) overlap by at least `SAME_TASK_OVERLAP`
+    (shared terms over all terms, Jaccard), or, with no terms, their normalised texts are equal.
+
+    The bar is lexical so that it is deterministic and needs no model: a task asked again in
+    other words around the same subject passes ("Fix the checkout outage" and "Please fix the
+    checkout outage again": 3 of 4 terms), two tasks that differ in their subject do not
+    ("Fix the checkout outage" and "Fix the payments outage": 2 of 4; "find flights to Paris"
+    and "check the weather in Paris": 1 of 5).
+
+    Example:
+        >>> same_task("Fix the checkout outage", "Please fix the checkout outage again.")
+        True
+        >>> same_task("Fix the checkout outage", "Fix the payments outage")
+        False
+    """
+    terms_a, terms_b = set(_tokenizer()(a)), set(_tokenizer()(b))
+    if not terms_a or not terms_b:
+        return normalize_text(a) == normalize_text(b)
+    return len(terms_a & terms_b) / len(terms_a | terms_b) >= SAME_TASK_OVERLAP
+
+
 def counted_use(existing: dict[str, Any], incoming: dict[str, Any]) -> dict[str, Any]:
     """The data of a procedure that worked again: its uses summed, the newest calls kept."""
     return {**incoming, "uses": uses_of(existing) + uses_of(incoming)}
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    return Tokenizer()

@@ -23,6 +23,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.types import Command
+from pydantic import Field
 
 from engram.graph import Context, EngramMiddleware, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
@@ -306,3 +307,29 @@ async def test_the_same_result_again_in_a_thread_is_kept_once(
     await _turn(_app("graph", other, store, saver), "async", "Logs?", _config(),
                 Context(user_id="alice"))
     assert pointer_of(other.calls[1][-1].content)["memoryId"] != first["memoryId"]
+
+
+class BindingModel(ScriptedAgentModel):
+    """Records the names of the tools bound to it."""
+
+    bound: list[str] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> BindingModel:  # type: ignore[override]
+        self.bound = [t.name for t in tools]
+        return self
+
+
+@pytest.mark.parametrize("offload", [True, False])
+async def test_a_graph_built_with_offload_false_has_no_reading_tools_and_keeps_results_whole(
+    offload: bool, store: ChromaStore, saver: ThreadedSqliteSaver
+) -> None:
+    model = BindingModel([_call("fetch_logs", {"service": "checkout"}), AIMessage("Ok.")])
+    graph = compile_graph(model, store=store, checkpointer=saver, tools=[fetch_logs],
+                          offload=offload)
+    await _turn(graph, "async", "Logs?", _config(), Context(user_id="alice"))
+    reading = {"read_tool_result", "search_tool_result"}
+    result = model.calls[1][-1]
+    if offload:
+        assert reading <= set(model.bound) and pointer_of(result.content) is not None
+    else:
+        assert model.bound == ["fetch_logs"] and result.content == LOG

@@ -1,5 +1,6 @@
-"""Which runs are procedures, which next messages say they failed, and a procedure the store
-could not take waiting for the next turn."""
+"""Which runs are procedures, which next messages say they failed, a procedure the store could not
+take waiting for the next turn, a waiting procedure written under the user whose run it was, and
+the task and steps written as the task state writes them."""
 
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
+from engram.graph.offload import offload_tools
 from engram.graph.tools import memory_tools
 from engram.nodes.context import Context
 from engram.nodes.procedures import (
     MEMORY_TOOL_NAMES,
+    NOT_STEPS,
     learn_procedure,
     run_procedure,
     said_it_failed,
 )
+from engram.nodes.task import offline_update
+from engram.nodes.tool_calls import READER_TOOLS
 from engram.stores.memory.long_term import LongTermMemory
 
 
@@ -78,8 +83,16 @@ def test_other_runs_are_not(run: list) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["that didn't work", "Still broken, same error.", "nope, it failed again", "it is not fixed",
-     "还是不行", "没用啊，报错一样", "失败了", "不对，重新来"],
+    [
+        "that didn't work", "Still broken, same error.", "nope, it failed again",
+        "it is not fixed", "Thanks! But it still doesn't work.", "OK. That didn't help.",
+        "Hmm, still getting a 502 from the gateway.", "It doesn't seem to work.",
+        "I ran it again and it's still the same error", "Why is it still failing?",
+        "That's wrong, the total should be 42.", "Not working.", "You didn't fix it",
+        "I ran the script you gave me. It still fails with the same error.",
+        "还是不行", "没用啊，报错一样", "失败了", "不对，重新来", "谢谢，但是还是报错",
+        "试了一下，还是一样的错误", "没有解决，页面还是空白", "这个方法没用",
+    ],
 )
 def test_a_message_saying_it_failed(text: str) -> None:
     assert said_it_failed(text)
@@ -87,15 +100,105 @@ def test_a_message_saying_it_failed(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["great, thanks!", "Now deploy the docs too.", "perfect", "好的，谢谢", "接下来部署前端"],
+    [
+        "great, thanks!", "Now deploy the docs too.", "perfect", "好的，谢谢", "接下来部署前端",
+        # a reply that says it worked, then asks about something else that failed
+        "Works, thanks! Can you check why the nightly job failed?",
+        "Perfect! Next: fix the failing tests", "thanks, that fixed it",
+        "Thanks, that fixed it. What's next on the list?", "It's working now, thanks!",
+        "That worked! Also, the staging deploy is broken, can you fix it?",
+        "Looks good. What about the failed payments report?", "No errors now, thanks.",
+        # a new request that names its own problem
+        "Now find out what is wrong with payments", "Why is checkout failing since Monday?",
+        "Can you look into the failing CI job?", "Add a retry for the requests that failed",
+        "Fix the pages that don't work on mobile", "what went wrong with the deploy yesterday?",
+        "好了", "好了，谢谢！再帮我看看为什么支付失败了", "现在看看为什么支付失败了", "不报错了，谢谢",
+        "可以了，下一步把日志清理一下",
+    ],
 )
 def test_a_message_moving_on(text: str) -> None:
     assert not said_it_failed(text)
 
 
-def test_every_memory_tool_is_left_out_of_procedures() -> None:
+def test_engram_tools_are_named_once_and_left_out_of_procedures() -> None:
     names = {t.name for t in memory_tools(restore=True, delete=True, confirm=True)}
-    assert names <= MEMORY_TOOL_NAMES
+    assert names == MEMORY_TOOL_NAMES
+    assert {t.name for t in offload_tools()} == READER_TOOLS
+    assert NOT_STEPS == MEMORY_TOOL_NAMES | READER_TOOLS
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Thanks! Now publish the docs to the staging site.",
+        "ok. go ahead. Rotate the billing key, it leaked.",
+        "好的，谢谢！帮我把文档发布到测试站点。",
+    ],
+)
+def test_a_procedure_names_its_task_and_steps_as_the_task_state_does(request_text: str) -> None:
+    run = [
+        HumanMessage(request_text, id="h"),
+        _call("build_docs", "1", target="staging", strict=True), _result("1"),
+        _call("upload", "2", paths=["a", "b"]), _result("2"), AIMessage("Done.", id="a"),
+    ]
+    found = run_procedure(run)
+    state = offline_update(None, run)
+    assert found is not None and found["task"] == state["current_goal"]
+    assert found["task"] not in ("Thanks!", "ok.", "好的，谢谢！")
+    assert found["calls"] == state["completed_steps"] == [
+        'build_docs(target="staging", strict=true)', 'upload(paths=["a", "b"])',
+    ]
+
+
+def _alice_run(prefix: str = "") -> list:
+    return [
+        HumanMessage("Alice here: fix my billing service outage please.", id=f"{prefix}h1"),
+        _call("fetch_logs", f"{prefix}1", service="alice-billing"), _result(f"{prefix}1"),
+        _call("restart", f"{prefix}2", service="alice-billing"), _result(f"{prefix}2"),
+        AIMessage("Restarted.", id=f"{prefix}a1"),
+    ]
+
+
+async def test_a_waiting_procedure_is_written_under_the_user_whose_run_it_was() -> None:
+    store = InMemoryStore()
+    events: dict[str, list] = {"alice": [], "bob": []}
+
+    def runtime(user: str) -> Runtime:
+        return Runtime(context=Context(user_id=user), store=store,
+                       stream_writer=events[user].append)
+
+    first = await learn_procedure({"messages": _alice_run()}, runtime("alice"))
+    assert [p["user_id"] for p in first["pending_procedures"]] == ["alice"]
+    # the thread is reused by bob: his message is no verdict on alice's run
+    later = [*_alice_run(), HumanMessage("hi, bob here. that didn't work", id="b1"),
+             AIMessage("Hello Bob.", id="b2")]
+    update = await learn_procedure({"messages": later, **first}, runtime("bob"))
+    assert update["pending_procedures"] == []
+    [written] = LongTermMemory(store).list("alice")
+    assert written.content.startswith("Steps that worked for: Alice here")
+    assert LongTermMemory(store).list("bob") == []
+    assert "alice-billing" not in str(events["bob"])  # bob's caller is not told about it
+
+
+async def test_a_waiting_procedure_without_its_user_is_dropped() -> None:
+    store = InMemoryStore()
+    runtime = Runtime(context=Context(user_id="bob"), store=store, stream_writer=lambda _: None)
+    old = run_procedure(_alice_run())  # as an older engram kept it: no user_id
+    assert old is not None and "user_id" not in old
+    later = [*_alice_run(), HumanMessage("great", id="b1"), AIMessage("Hi.", id="b2")]
+    update = await learn_procedure({"messages": later, "pending_procedures": [old]}, runtime)
+    assert update["pending_procedures"] == []
+    assert LongTermMemory(store).list("bob") == [] and LongTermMemory(store).list("alice") == []
+
+
+async def test_the_same_user_saying_it_failed_drops_the_waiting_procedure() -> None:
+    store = InMemoryStore()
+    runtime = Runtime(context=Context(user_id="alice"), store=store, stream_writer=lambda _: None)
+    first = await learn_procedure({"messages": _alice_run()}, runtime)
+    later = [*_alice_run(), HumanMessage("Hmm. Still getting 500s.", id="h2"),
+             AIMessage("Let me look again.", id="a2")]
+    update = await learn_procedure({"messages": later, **first}, runtime)
+    assert update["pending_procedures"] == [] and LongTermMemory(store).list("alice") == []
 
 
 class _FlakyStore(InMemoryStore):

@@ -105,3 +105,16 @@ def test_truncate_fits_the_limit_with_and_without_an_encoding() -> None:
             assert 0 < counter.count_text(cut) <= 10
         assert counter.truncate(SAMPLES["english"], 0) == ""
         assert counter.truncate("short", 100) == "short"
+
+
+def test_truncate_start_keeps_the_end_within_the_limit() -> None:
+    for counter in (counter_for_model(None), TokenCounter(None)):
+        for text in SAMPLES.values():
+            cut = counter.truncate_start(text, 10)
+            assert text.endswith(cut)
+            assert 0 < counter.count_text(cut) <= 10
+        chinese = SAMPLES["chinese"] * 50 + "最后一句"
+        assert counter.truncate_start(chinese, 100).endswith("最后一句")
+        assert counter.count_text(counter.truncate_start(chinese, 100)) <= 100
+        assert counter.truncate_start(SAMPLES["english"], 0) == ""
+        assert counter.truncate_start("short", 100) == "short"

@@ -26,7 +26,7 @@ from uuid import NAMESPACE_URL, uuid5
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
 from engram.stores.lexical.index import Tokenizer
-from engram.stores.memory.procedures import counted_use, is_procedure
+from engram.stores.memory.procedures import counted_use, is_procedure, same_procedure
 from engram.stores.memory.types import (
     MAX_CONTENT_CHARS,
     Memory,
@@ -119,10 +119,11 @@ def upsert_steps(
             existing = Memory.from_item(item)
             if sources and set(sources) <= set(existing.source_message_ids):
                 return WriteResult("unchanged", existing, reason="already written from these messages")
-            if existing.current and is_procedure(existing.structured_data) and is_procedure(structured):
+            if existing.current and same_procedure(existing.structured_data, structured):
                 return (yield from _merge_into(namespace, hash_namespace, existing, content, digest,
                                                importance, candidate, sources, structured, now))
-            if existing.current:
+            both_procedures = is_procedure(existing.structured_data) and is_procedure(structured)
+            if existing.current and not both_procedures:
                 updated = _absorb(existing, importance, candidate.confidence, sources, now)
                 if updated == existing:
                     return WriteResult("unchanged", existing, reason="exact duplicate")
@@ -138,32 +139,37 @@ def upsert_steps(
     }
 
     # 3. same key, different value: supersede (the old one stays, with valid_until);
-    #    the same value, or a near-identical text, confirms the memory instead
+    #    the same value, or a near-identical text, confirms the memory instead. A procedure's key
+    #    is its tools: it confirms the one done for the same task (`same_procedure`) and
+    #    supersedes none, as another task done with the same tools is a memory of its own
     if candidate.key:
         (found,) = yield [
             SearchOp(namespace, {"key": candidate.key, "current": True}, limit=50, query=content)
         ]
         olds = [Memory.from_item(i) for i in found]
-        same = [
-            old
-            for old, item in zip(olds, found)
-            if _same_value(old, content, structured)
-            or (
-                item.score is not None
-                and item.score >= settings.duplicate_threshold
-                and _mergeable(old.content, content)
-            )
-        ]
+        if is_procedure(structured):
+            same = [old for old in olds if same_procedure(old.structured_data, structured)]
+        else:
+            same = [
+                old
+                for old, item in zip(olds, found)
+                if _same_value(old, content, structured)
+                or (
+                    item.score is not None
+                    and item.score >= settings.duplicate_threshold
+                    and _mergeable(old.content, content)
+                )
+            ]
         if same:
             return (yield from _merge_into(namespace, hash_namespace, same[0], content, digest,
                                            importance, candidate, sources, structured, now))
-        if olds:
+        if olds and not is_procedure(structured):
             new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
                              supersedes=[o.id for o in olds], **new_fields)
             return (yield from _supersede(namespace, hash_namespace, olds, new, digest, now,
                                           reason=f"new value for {candidate.key}"))
 
-    # a procedure with a workflow no memory has yet is a memory of its own
+    # a procedure no memory holds yet (another task, or other tools) is a memory of its own
     #    (`engram.stores.memory.procedures`): the rules below compare texts, not workflows
     if is_procedure(structured):
         new = Memory.new(content, candidate.category, importance, now=now, id=new_id, **new_fields)
@@ -321,8 +327,8 @@ def _merge_into(
     merged_text: str | None = None,
 ) -> Steps[WriteResult]:
     """`existing` absorbs the candidate; its text becomes `merged_text` (default: seed 000's
-    merge rule, `merge_content`). A procedure that worked again takes the newer text and calls,
-    its uses counted (`engram.stores.memory.procedures.counted_use`)."""
+    merge rule, `merge_content`). A procedure that worked again for the same task takes the newer
+    text and calls, its uses counted (`engram.stores.memory.procedures.counted_use`)."""
     data = existing.structured_data or structured
     if is_procedure(existing.structured_data) and is_procedure(structured):
         merged_text = content

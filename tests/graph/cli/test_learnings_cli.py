@@ -27,7 +27,7 @@ def test_learnings_are_exported_edited_and_imported(tmp_path: Path, monkeypatch)
     with ChromaStore(path=tmp_path / "chroma", index=default_index()) as store:
         ltm = LongTermMemory(store)
         ltm.upsert("alice", [MemoryCandidate(content="I prefer dark mode", category="preference")])
-        ltm.upsert("alice", [_procedure("Fix the checkout outage", "fetch_logs()", "restart()")],
+        ltm.upsert("alice", [_procedure("Fix the cart outage now", "fetch_logs()", "restart()")],
                    message_ids=["a"])
         ltm.upsert("alice", [_procedure("Fix the cart outage", "fetch_logs()", "restart()")],
                    message_ids=["b"])

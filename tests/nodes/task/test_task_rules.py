@@ -37,9 +37,9 @@ def test_the_rules_read_goal_plan_tool_calls_and_findings() -> None:
     assert state["pending_steps"] == [
         "Read the checkout logs", "Check the database pool", "Patch the config",
     ]
-    assert state["completed_steps"] == ['fetch_logs({"service": "checkout"})']
+    assert state["completed_steps"] == ['fetch_logs(service="checkout")']
     assert state["key_findings"] == [
-        f"fetch_logs: {POINTER['summary']}", "restart({}) failed: permission denied",
+        f"fetch_logs: {POINTER['summary']}", "restart() failed: permission denied",
     ]
     assert state["mode"] == "offline"
 
@@ -54,7 +54,22 @@ def test_the_rules_read_goal_plan_tool_calls_and_findings() -> None:
     results = [ToolMessage(f"done {i}", tool_call_id=f"s{i}", name="step") for i in range(20)]
     bounded = offline_update(later, [m for pair in zip(many, results) for m in pair])
     assert len(bounded["completed_steps"]) == MAX_ITEMS
-    assert bounded["completed_steps"][-1] == 'step({"n": 19})'
+    assert bounded["completed_steps"][-1] == "step(n=19)"
+
+
+def test_the_goal_is_the_first_sentence_that_asks_for_something() -> None:
+    def goal(text: str) -> str:
+        return offline_update(None, [HumanMessage(text)])["current_goal"]
+
+    assert goal("Thanks! Now publish the docs to the staging site.") == (
+        "Now publish the docs to the staging site."
+    )
+    assert goal("好的，谢谢！帮我把文档发布到测试站点。然后通知我。") == "帮我把文档发布到测试站点。"
+    assert goal("Deploy version 1.2.3 to prod. Then tell me.") == "Deploy version 1.2.3 to prod."
+    state = offline_update(None, CONVERSATION[:1])
+    assert offline_update(state, [HumanMessage("Thanks! Bye now.")])["current_goal"] == (
+        state["current_goal"]
+    )
 
 
 async def test_the_memory_model_writes_it_and_a_failure_falls_back_to_the_rules() -> None:

@@ -1,6 +1,7 @@
-"""Procedures in the store: the same workflow twice is one memory with its uses counted, a replay
-counts nothing, another workflow is a memory of its own, an edit re-reads the steps, and
-`learnings.md` round-trips through export and import without touching other memories."""
+"""Procedures in the store: the same task done with the same tools twice is one memory with its
+uses counted, a replay counts nothing, another workflow or another task done with the same tools is
+a memory of its own, an edit re-reads the steps, and `learnings.md` round-trips through export and
+import without touching other memories."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ from engram.stores.memory.markdown.learnings import (
     procedures_of,
     render_learnings,
 )
-from engram.stores.memory.procedures import Procedure, is_procedure, parse_procedure
+from engram.stores.memory.procedures import (
+    Procedure,
+    is_procedure,
+    parse_procedure,
+    same_task,
+)
 from engram.stores.memory.types import MemoryCandidate
 from engram.stores.memory.users import memories_steps
 from engram.stores.steps import run_steps
@@ -39,8 +45,9 @@ def test_the_same_workflow_twice_is_one_memory_with_its_uses_counted() -> None:
     [first] = ltm.upsert("alice", [_candidate("Fix the checkout outage", 'logs(service="checkout")',
                                               "restart()")], message_ids=["m1", "m2"])
     assert first.action == "created"
-    [again] = ltm.upsert("alice", [_candidate("Checkout is down again", 'logs(service="cart")',
-                                              "restart()")], message_ids=["m7", "m8"])
+    [again] = ltm.upsert("alice", [_candidate("Please fix the checkout outage again.",
+                                              'logs(service="cart")', "restart()")],
+                         message_ids=["m7", "m8"])
     assert again.action == "merged" and again.memory.id == first.memory.id
     [kept] = _procedures(store)
     assert kept.structured_data["uses"] == 2
@@ -48,14 +55,16 @@ def test_the_same_workflow_twice_is_one_memory_with_its_uses_counted() -> None:
         {"step": 1, "tool": "logs", "call": 'logs(service="cart")'},
         {"step": 2, "tool": "restart", "call": "restart()"},
     ]
-    assert kept.content.startswith("Steps that worked for: Checkout is down again")
+    assert kept.content.startswith("Steps that worked for: Please fix the checkout outage again.")
     # the same run written again (a replay) counts nothing
-    [replay] = ltm.upsert("alice", [_candidate("Checkout is down again", 'logs(service="cart")',
-                                               "restart()")], message_ids=["m7", "m8"])
+    [replay] = ltm.upsert("alice", [_candidate("Please fix the checkout outage again.",
+                                               'logs(service="cart")', "restart()")],
+                          message_ids=["m7", "m8"])
     assert replay.action == "unchanged"
     # the same text from another run is a use too
-    [same] = ltm.upsert("alice", [_candidate("Checkout is down again", 'logs(service="cart")',
-                                             "restart()")], message_ids=["m9"])
+    [same] = ltm.upsert("alice", [_candidate("Please fix the checkout outage again.",
+                                             'logs(service="cart")', "restart()")],
+                        message_ids=["m9"])
     assert same.action == "merged"
     assert _procedures(store)[0].structured_data["uses"] == 3
     # another workflow for a similar task is a procedure of its own
@@ -64,6 +73,42 @@ def test_the_same_workflow_twice_is_one_memory_with_its_uses_counted() -> None:
     assert other.action == "created" and len(_procedures(store)) == 2
     # and nobody else's
     assert _procedures(store, "bob") == []
+
+
+def test_other_tasks_done_with_the_same_tools_are_memories_of_their_own() -> None:
+    store = InMemoryStore()
+    ltm = LongTermMemory(store)
+    [flights] = ltm.upsert("alice", [_candidate("Find flights to Paris for Friday",
+                                                'search(q="flights Paris")', "fetch(url=1)")],
+                           message_ids=["f1"])
+    [weather] = ltm.upsert("alice", [_candidate("Check the weather in Paris",
+                                                'search(q="weather Paris")', "fetch(url=2)")],
+                           message_ids=["w1"])
+    [news] = ltm.upsert("alice", [_candidate("Summarize today's news about Paris",
+                                             'search(q="Paris news")', "fetch(url=3)")],
+                        message_ids=["n1"])
+    assert [r.action for r in (flights, weather, news)] == ["created"] * 3
+    assert len({flights.memory.id, weather.memory.id, news.memory.id}) == 3
+    # none superseded the other: all three are current, each with its own task and one use
+    kept = {m.structured_data["skill_name"]: m.structured_data["uses"] for m in _procedures(store)}
+    assert kept == {"Find flights to Paris for Friday": 1, "Check the weather in Paris": 1,
+                    "Summarize today's news about Paris": 1}
+    # the flights task again counts a use of the flights procedure only
+    [again] = ltm.upsert("alice", [_candidate("find flights to Paris for Friday please",
+                                              'search(q="Paris flights")', "fetch(url=4)")],
+                         message_ids=["f2"])
+    assert again.action == "merged" and again.memory.id == flights.memory.id
+    uses = {m.id: m.structured_data["uses"] for m in _procedures(store)}
+    assert uses == {flights.memory.id: 2, weather.memory.id: 1, news.memory.id: 1}
+    assert "weather" not in again.memory.content
+
+
+def test_the_same_task_is_judged_by_its_terms() -> None:
+    assert same_task("Fix the checkout outage", "please fix the checkout outage again")
+    assert same_task("帮我查一下去巴黎的航班", "帮我查一下去巴黎的航班！")
+    assert not same_task("Fix the checkout outage", "Fix the payments outage")
+    assert not same_task("find flights", "check the weather")
+    assert not same_task("查一下巴黎的天气", "帮我订去巴黎的机票")
 
 
 def test_a_secret_in_a_call_never_reaches_the_store() -> None:
