@@ -126,8 +126,28 @@ class PendingProcedure(TypedDict):
     what engram kept before it recorded the user; such a procedure is dropped, not written."""
 
 
-def _merged(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    return {**(left or {}), **(right or {})}
+MAX_RESULTS_IN_THREAD = 5
+"""Offloaded results whose text the thread's state keeps (`OffloadRecord.content`, up to 1 MB
+each): the newest ones. An older one keeps its record, not its text, so the checkpoint every step
+writes stays bounded."""
+
+
+def _kept_results(
+    left: dict[str, OffloadRecord] | None, right: dict[str, OffloadRecord] | None
+) -> dict[str, OffloadRecord]:
+    """The results recorded so far and the new ones; only the newest `MAX_RESULTS_IN_THREAD`
+    with their text.
+
+    Example:
+        >>> new = {str(n): {"content": "x" * n} for n in range(1, 8)}
+        >>> [k for k, r in _kept_results({}, new).items() if "content" in r]
+        ['3', '4', '5', '6', '7']
+    """
+    merged = {**(left or {}), **(right or {})}
+    with_text = [key for key, record in merged.items() if "content" in record]
+    for key in with_text[:-MAX_RESULTS_IN_THREAD]:
+        merged[key] = {k: v for k, v in merged[key].items() if k != "content"}  # type: ignore[assignment]
+    return merged
 
 
 class EngramState(TypedDict):
@@ -174,8 +194,9 @@ class EngramState(TypedDict):
     task_state: NotRequired[TaskState]
     """What the agent is working on: goal, steps done and to do, findings. Updated at
     compaction from the messages it folds; never evicted with them."""
-    offloaded: NotRequired[Annotated[dict[str, OffloadRecord], _merged]]
-    """Tool results kept out of the model's context, by id (the `memoryId` of their pointer)."""
+    offloaded: NotRequired[Annotated[dict[str, OffloadRecord], _kept_results]]
+    """Tool results kept out of the model's context, by id (the `memoryId` of their pointer); the
+    text of the newest `MAX_RESULTS_IN_THREAD` of those kept in the thread."""
     pending_procedures: NotRequired[list[PendingProcedure]]
     """Runs whose tool calls worked, waiting to be written as procedures: the last run's until
     the user's next message does not say it failed, and any the store could not take

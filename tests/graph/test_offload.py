@@ -29,6 +29,7 @@ from engram.graph import Context, EngramMiddleware, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.offload import NOT_FOUND_ANSWER
 from engram.nodes.offload import pointer_of
+from engram.nodes.state import MAX_RESULTS_IN_THREAD
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.memory.users import delete_thread
@@ -333,3 +334,43 @@ async def test_a_graph_built_with_offload_false_has_no_reading_tools_and_keeps_r
         assert reading <= set(model.bound) and pointer_of(result.content) is not None
     else:
         assert model.bound == ["fetch_logs"] and result.content == LOG
+
+
+async def test_an_incognito_thread_keeps_the_text_of_its_newest_results_only(
+    store: ChromaStore, saver: ThreadedSqliteSaver
+) -> None:
+    """Results kept in the thread's state are up to 1 MB each: the checkpoint keeps the text of
+    the newest `MAX_RESULTS_IN_THREAD` only; an older one is not found, not half-read."""
+    served = iter(range(100))
+
+    @tool
+    def fetch_page(n: int) -> str:
+        """Fetch one page of the logs."""
+        return f"page {next(served)}\n" + LOG
+
+    ids: list[str] = []
+
+    def remember_id(messages: list[BaseMessage]) -> AIMessage:
+        ids.append(_pointer_id(messages))
+        return _call("fetch_page", {"n": len(ids)})
+
+    def read_first(messages: list[BaseMessage]) -> AIMessage:
+        ids.append(_pointer_id(messages))
+        return _call("read_tool_result", {"memory_id": ids[0]})
+
+    pages = MAX_RESULTS_IN_THREAD + 2
+    model = ScriptedAgentModel([
+        _call("fetch_page", {"n": 0}),
+        *[remember_id] * (pages - 1),
+        read_first,
+        lambda messages: _call("read_tool_result", {"memory_id": ids[-1]}),
+        AIMessage("Done."),
+    ])
+    graph = compile_graph(model, store=store, checkpointer=saver, tools=[fetch_page])
+    out = await _turn(graph, "async", "Read the pages", _config(),
+                      Context(user_id="alice", incognito=True))
+    assert len(ids) == pages == len(out["offloaded"])
+    kept = [i for i, record in out["offloaded"].items() if "content" in record]
+    assert kept == ids[-MAX_RESULTS_IN_THREAD:]
+    assert model.calls[-2][-1].content == NOT_FOUND_ANSWER.format(memory_id=ids[0])
+    assert f"page {pages - 1}" in model.calls[-1][-1].content
