@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
@@ -66,6 +67,30 @@ async def arun_steps(
                 request = steps.send(await _answerer(answer, request)(request))
     except StopIteration as done:
         return done.value
+
+
+def holds_across_processes(store: BaseStore) -> bool:
+    """Whether `store` can hold several calls at once against other processes
+    (`ChromaStore.exclusive` on an embedded folder)."""
+    return bool(getattr(store, "exclusive_across_processes", False))
+
+
+def run_held(store: BaseStore, steps: AskingSteps[T]) -> T:
+    """`run_steps`, inside `store.exclusive()` where that keeps other processes out: the steps'
+    reads and the writes they decide are then one compare-and-set across processes. Steps that
+    ask questions (a model call) must not hold the store: use `run_steps`."""
+    if not holds_across_processes(store):
+        return run_steps(store, steps)
+    with store.exclusive():  # type: ignore[attr-defined]
+        return run_steps(store, steps)
+
+
+async def arun_held(store: BaseStore, steps: AskingSteps[T]) -> T:
+    """`run_held` from async code (a hold runs on a worker thread, as its calls must run on the
+    thread that holds it)."""
+    if not holds_across_processes(store):
+        return await arun_steps(store, steps)
+    return await asyncio.to_thread(run_held, store, steps)
 
 
 def _answerer(answer: Callable[[Any], Any] | None, question: Any) -> Callable[[Any], Any]:

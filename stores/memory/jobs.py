@@ -17,7 +17,6 @@ memories' events, nothing else. Entries live under the user's label, so `engram 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import secrets
 import socket
@@ -28,7 +27,7 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from engram.stores.namespaces import JOBS_NAMESPACE, user_label
-from engram.stores.steps import Steps, arun_steps, run_steps
+from engram.stores.steps import Steps, arun_held, holds_across_processes, run_held
 
 LEASE_SECONDS = 60.0
 """How long a job's owner may stay silent before another process may take the job over."""
@@ -128,11 +127,8 @@ def claim(
     and another process may win it again, as it should (that is how a job survives its owner).
     Elsewhere it is a write and a read-back: two may both win, and run the job twice (its
     results are idempotent: nothing is written twice)."""
-    steps = _claim_steps(user_id, job_id, kind, thread_id, claimable, _compare_and_set(store))
-    if not _compare_and_set(store):
-        return run_steps(store, steps)
-    with store.exclusive():  # type: ignore[attr-defined]
-        return run_steps(store, steps)
+    steps = _claim_steps(user_id, job_id, kind, thread_id, claimable, holds_across_processes(store))
+    return run_held(store, steps)
 
 
 async def aclaim(
@@ -145,11 +141,8 @@ async def aclaim(
     claimable: Callable[[dict[str, Any] | None], bool],
 ) -> bool:
     """`claim` from async code (the compare-and-set runs on a worker thread)."""
-    if _compare_and_set(store):
-        return await asyncio.to_thread(
-            claim, store, user_id, job_id, kind=kind, thread_id=thread_id, claimable=claimable
-        )
-    return await arun_steps(store, _claim_steps(user_id, job_id, kind, thread_id, claimable, False))
+    steps = _claim_steps(user_id, job_id, kind, thread_id, claimable, holds_across_processes(store))
+    return await arun_held(store, steps)
 
 
 def _claim_steps(
@@ -173,11 +166,6 @@ def _claim_steps(
     yield [write]
     (item,) = yield [read]
     return item is not None and item.value.get("owner") == _OWNER
-
-
-def _compare_and_set(store: BaseStore) -> bool:
-    """Whether `store` can hold a read and a write together across processes."""
-    return bool(getattr(store, "exclusive_across_processes", False))
 
 
 def _alive(pid: int) -> bool:

@@ -67,7 +67,7 @@ from engram.stores.namespaces import (
     hash_namespace,
     memory_namespace,
 )
-from engram.stores.steps import AskingSteps, Steps, arun_steps, run_steps
+from engram.stores.steps import AskingSteps, Steps, arun_held, arun_steps, run_held, run_steps
 from engram.stores.text import valid_unicode
 
 
@@ -257,17 +257,21 @@ class LongTermMemory:
     ) -> list[WriteResult]:
         """Write candidates through the write policy, in order; one result per candidate.
 
+        Without a merge decider, on a store that holds several calls at once against other
+        processes (an embedded folder, `engram.stores.steps.run_held`), each write's reads and
+        the writes they decide are one compare-and-set: two processes writing the same memory
+        at once write it once, and a procedure done in both counts both uses.
+
         Args:
             user_id: Whose memories.
             candidates: What extraction proposed (or what a person added by hand).
             thread_id: The conversation they came from (provenance).
             message_ids: The messages they came from, unless a candidate names its own.
         """
-        return await arun_steps(
-            self.store,
-            self._upsert(user_id, candidates, thread_id, message_ids),
-            aanswer_with(self.merge_decider) if self.merge_decider else None,
-        )
+        steps = self._upsert(user_id, candidates, thread_id, message_ids)
+        if self.merge_decider is None:  # no model call inside: the store may be held
+            return await arun_held(self.store, steps)
+        return await arun_steps(self.store, steps, aanswer_with(self.merge_decider))
 
     def upsert(
         self,
@@ -278,11 +282,10 @@ class LongTermMemory:
         message_ids: Sequence[str] = (),
     ) -> list[WriteResult]:
         """Sync `aupsert`."""
-        return run_steps(
-            self.store,
-            self._upsert(user_id, candidates, thread_id, message_ids),
-            answer_with(self.merge_decider) if self.merge_decider else None,
-        )
+        steps = self._upsert(user_id, candidates, thread_id, message_ids)
+        if self.merge_decider is None:
+            return run_held(self.store, steps)
+        return run_steps(self.store, steps, answer_with(self.merge_decider))
 
     # -- management (issue 5 extends these) ---------------------------------------------------
 
