@@ -70,6 +70,11 @@ class Context:
     recall_k: int = 5
     """How many long-term memories are recalled per turn at most."""
 
+    recall_k_first_turn: int = 10
+    """How many long-term memories a thread's first turn recalls at most, in place of `recall_k`
+    (nothing of the conversation is in the prompt yet, and what a new session's first message
+    needs often ranks just below the top five). `recall_k=0` turns memories off on every turn."""
+
     recall_episodes: int = 5
     """How many archived messages (every message of this user's ended sessions and of what
     compaction evicted, from any thread) are recalled per turn at most, next to the memories,
@@ -201,6 +206,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "offload_threshold_tokens": _integer(1, "tokens", optional="never offload"),
     "consolidate_every_turns": _integer(1),
     "recall_k": _integer(0, "0 turns it off"),
+    "recall_k_first_turn": _integer(0),
     "recall_episodes": _integer(0, "0 turns it off"),
     "recall_episodes_first_turn": _integer(0),
     "episode_min_similarity": _number(-1, 1, "a cosine similarity"),

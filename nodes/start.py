@@ -400,8 +400,9 @@ async def recall(
     store: BaseStore, ctx: Context, query: str, *, first_turn: bool = False
 ) -> tuple[list[ScoredMemory], list[SearchItem]]:
     """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
-    `ctx.recall_episodes` archived messages (`ctx.recall_episodes_first_turn` on a thread's
-    `first_turn`: nothing of the conversation is in the prompt yet) at least
+    `ctx.recall_episodes` archived messages (`ctx.recall_k_first_turn` and
+    `ctx.recall_episodes_first_turn` on a thread's `first_turn`: nothing of the conversation is
+    in the prompt yet), the archived messages at least
     `ctx.episode_min_similarity` similar and `ctx.episode_min_relevance` relevant.
 
     One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`. The first
@@ -416,9 +417,10 @@ async def recall(
     seconds = FIRST_RECALL_TIMEOUT_S if first else ctx.recall_timeout_ms / 1000
     try:
         async with asyncio.timeout(seconds):
-            if ctx.recall_k > 0:
+            k = ctx.recall_k_first_turn if first_turn else ctx.recall_k
+            if ctx.recall_k > 0 and k > 0:  # recall_k=0 turns memories off everywhere
                 # the access statistics are written at the end of the turn (`consolidate`)
-                memories = await ltm.asearch(ctx.user_id, query, k=ctx.recall_k, touch=False)
+                memories = await ltm.asearch(ctx.user_id, query, k=k, touch=False)
             k = ctx.recall_episodes_first_turn if first_turn else ctx.recall_episodes
             k = k if ctx.recall_episodes > 0 else 0  # 0 turns archived messages off everywhere
             if k > 0:

@@ -7,7 +7,9 @@ Which store state each metric reads:
   every expected memory (all are due by then);
 - stale-fact rate: each conflict after every session from the one its new memory is due by; a
   conflict that was stale after any of them counts as stale;
-- probe recall@5: each probe right after its session (the runner recalls then);
+- probe recall@5: each probe right after its session (the runner recalls then), its top 5
+  memories; probe recall with archived messages: all that a new thread's first turn shows for
+  the probe (up to `recall_k_first_turn` memories and `recall_episodes_first_turn` messages);
 - on-time recall: each expected memory after the session it is due by.
 
 Rates are micro-averages (`Ratio`s added over dialogs); None when nothing was measurable.
@@ -194,7 +196,8 @@ def _probe_recall(
                 dialog.memory(i)
                 for i in next(p.expect for p in dialog.probes if p.id == probe.probe_id)
             ]
-            recalled = probe.memories[:PROBE_K] + (probe.episodes if with_episodes else [])
+            # with the archived messages: everything the first turn shows (its memories too)
+            recalled = probe.memories + probe.episodes if with_episodes else probe.memories[:PROBE_K]
             total += m.probe_recall(expected, recalled, k=len(recalled))
     return total
 

@@ -79,7 +79,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "duplicate_rate": "current memories that repeat a matched or earlier one / current memories",
     "stale_fact_rate": "corrected facts whose old version is still current / corrections due",
     "probe_recall_at_5": "expected memories found in a probe's top 5 recalled / expected",
-    "probe_recall_with_episodes": "probe recall counting archived verbatim messages too",
+    "probe_recall_with_episodes": "probe recall counting all a first turn shows: memories and archived messages",
     "on_time_recall": "expected memories stored right after the session they are due by",
     "secrets_stored": "stored memories holding a secret the dialog forbids (count)",
     "secrets_in_episodes": "archived messages holding a forbidden secret (count)",

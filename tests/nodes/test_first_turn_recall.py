@@ -1,5 +1,6 @@
-"""A thread's first turn recalls more archived messages than later turns (nothing of the
-conversation is in its prompt yet); `recall_episodes=0` turns them off on every turn."""
+"""A thread's first turn recalls more memories and archived messages than later turns (nothing
+of the conversation is in its prompt yet); `recall_k=0` and `recall_episodes=0` turn them off on
+every turn."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ from langgraph.store.memory import InMemoryStore
 from engram.nodes.context import Context
 from engram.nodes.episodes import episode_ops
 from engram.nodes.start import recall
+from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 
 
 def _store() -> InMemoryStore:
     store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
     said = [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"m{n}") for n in range(12)]
     store.batch(episode_ops(said, user_id="ada", thread_id="old"))
+    LongTermMemory(store).upsert("ada", [
+        MemoryCandidate(content=f"The user's garden bed {n} grows {plant}", category="fact")
+        for n, plant in enumerate(["basil", "kale", "leeks", "beans", "peas", "chard", "okra",
+                                   "mint", "sage", "dill", "corn", "rye"])
+    ])
     return store
 
 
@@ -23,12 +30,14 @@ async def test_the_first_turn_recalls_more_archived_messages() -> None:
     store = _store()
     ctx = Context(user_id="ada", episode_min_similarity=0.0)
     query = "what grows in my garden beds"
-    _, first = await recall(store, ctx, query, first_turn=True)
-    _, later = await recall(store, ctx, query)
+    memories, first = await recall(store, ctx, query, first_turn=True)
+    later_memories, later = await recall(store, ctx, query)
     assert len(first) == ctx.recall_episodes_first_turn == 10
     assert len(later) == ctx.recall_episodes == 5
-    off = Context(user_id="ada", recall_episodes=0, episode_min_similarity=0.0)
-    assert (await recall(store, off, query, first_turn=True))[1] == []
+    assert len(memories) == ctx.recall_k_first_turn == 10
+    assert len(later_memories) == ctx.recall_k == 5
+    off = Context(user_id="ada", recall_k=0, recall_episodes=0, episode_min_similarity=0.0)
+    assert await recall(store, off, query, first_turn=True) == ([], [])
 
 
 async def test_start_counts_a_thread_s_first_turn_only() -> None:
@@ -46,3 +55,4 @@ async def test_start_counts_a_thread_s_first_turn_only() -> None:
         model_name=None, window=8192,
     )
     assert len(first["episode_ids"]) > len(later["episode_ids"]) == 5
+    assert len(first["memory_ids"]) > len(later["memory_ids"]) == 5
