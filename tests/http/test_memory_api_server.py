@@ -53,6 +53,13 @@ def engram(dev: LangGraphDev, *args: str) -> str:
     return done.stdout
 
 
+def test_the_server_starts_without_a_traceback(dev: LangGraphDev) -> None:
+    """A newcomer's first look at `langgraph dev` is its log: Starlette reads each route's
+    docstring as YAML for the API schema, and one that did not parse printed a traceback."""
+    log = (dev.data / "langgraph-dev.log").read_text()
+    assert "Traceback" not in log and "Unable to parse docstring" not in log, log[-3000:]
+
+
 def test_the_api_serves_what_other_processes_write_and_they_see_its_changes(
     dev: LangGraphDev,
 ) -> None:
