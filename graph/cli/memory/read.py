@@ -70,7 +70,7 @@ def list_(
     if as_json:
         print_json([m.to_value() for m in shown[:limit]])
         return
-    title = f"{len(shown)} memories of {user_id!r}" + (
+    title = f"{_memories(len(shown))} of {user_id!r}" + (
         f" (first {limit})" if len(shown) > limit else ""
     )
     out.print(memory_table(shown[:limit], title=title, show_state=superseded or forgotten or all_))
@@ -125,7 +125,7 @@ def search(
             [s.memory for s in found],
             scores=[s.score for s in found],
             show_state=forgotten or superseded,
-            title=f"{len(found)} memories of {user_id!r} for {query!r}",
+            title=f"{_memories(len(found))} of {user_id!r} for {query!r}",
         )
     )
 
@@ -213,3 +213,6 @@ def _categories(values: list[str] | None) -> list[Category]:
             )
     return list(values or [])  # type: ignore[arg-type]
 
+
+def _memories(count: int) -> str:
+    return "1 memory" if count == 1 else f"{count} memories"
