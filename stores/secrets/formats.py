@@ -118,4 +118,15 @@ FORMATS: tuple[Rule, ...] = (
         re.compile(r"(?<![^\s\"'`=(,;])[^\s:/@\"'`=]+:[^\s\"'`]+(?=@(?:tcp6?|udp|unix)\()"),
         ("@tcp(", "@tcp6(", "@udp(", "@unix("),
     ),
+    # a license or product key: four or more dash-separated groups of 4-6 capital letters and
+    # digits, with both somewhere (7HQD-K2MX-PL9V-R4TE-W8ZN-3CYB); a date, a phone or an ISBN has
+    # no letter, a UUID is lower-case hex in groups of other lengths
+    Rule(
+        "license_key",
+        re.compile(
+            r"(?<![\w-])(?=[A-Z0-9-]*[0-9])(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{4,6}(?:-[A-Z0-9]{4,6}){3,}"
+            r"(?![\w-])"
+        ),
+        ("-",),
+    ),
 )
