@@ -52,6 +52,7 @@ from engram.nodes.text.tokens import (
     REPLY_PRIMING,
     TokenCounter,
     counter_for_model,
+    counter_named,
     message_content,
     message_text,
     preload_counters,
@@ -331,15 +332,22 @@ def build_context(
 
 def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:
     """The messages `respond` sends: the system message, then what `start` included, then this
-    turn's tool calls and results (which come after the current input)."""
+    turn's tool calls and results (which come after the current input). When a tool loop
+    outgrows the room `start` left in the window, its oldest messages go as short notes
+    (`elide`; never the newest, and offloaded results are pointers already)."""
     built = state["built_context"]
     messages = state["messages"]
     included = set(built["included_message_ids"])
     elided = set(built.get("elided_message_ids", ()))
     last = max((i for i, m in enumerate(messages) if m.id in included), default=len(messages) - 1)
+    tail = list(messages[last + 1 :])  # this turn's tool calls and results, after `start`
+    if len(tail) > 1:  # they fit in what `start` left, or the oldest go as short notes
+        room = built["budget"]["available"] - built["token_stats"]["total"]
+        too_long, _ = _elide_to_fit(tail, room, counter_named(built["encoding"]))
+        tail = [elide(m) if m.id in too_long else m for m in tail]
     chosen = [
         elide(m) if m.id in elided else m for m in messages[: last + 1] if m.id in included
-    ] + list(messages[last + 1 :])
+    ] + tail
     summary = escape_recalled(state.get("summary", ""))[: built["summary_chars"]]
     system = compose_system_message(
         system_prompt, built["memory_block"], summary, built.get("task_block", "")

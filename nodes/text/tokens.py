@@ -189,6 +189,11 @@ def counter_for_model(model_name: str | None) -> TokenCounter:
     return _counter(None)
 
 
+def counter_named(name: str) -> TokenCounter:
+    """The counter whose `name` this is (an encoding a counter was made with, so cached)."""
+    return _counter(None if name == ESTIMATE_NAME else name)
+
+
 def preload_counters(model_name: str | None) -> None:
     """Load the encodings `counter_for_model` will use for this model (and for no model) now.
 
