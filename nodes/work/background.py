@@ -56,9 +56,11 @@ from engram.stores.memory.jobs import (
     job_namespace,
     owner_token,
     pending_op,
+    renew_steps,
 )
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.users import apurge_store
+from engram.stores.steps import arun_held
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -277,49 +279,68 @@ async def _execute(
     store = runtime.store
     assert store is not None
     thread_id = _thread_id(runtime)
-    if not await _journaled(job, store):
-        return  # deleted before it ran (`engram memory delete --all`): nothing to do
+    if await _status(job, store) != "pending":  # deleted before it ran: nothing to do
+        await _forget_mark(job, store)
+        return
     lease = asyncio.create_task(_renew(job, runtime))
     try:
         result = await runner(job, state, runtime)
     finally:
         lease.cancel()
-    if not await _journaled(job, store):
-        await _discard(job, result, store)
+    status = await _status(job, store)
+    if status is None or status == "thread_deleted":
+        await _discard(job, result, store, user_deleted=status is None)
+        await _forget_mark(job, store)
         return
     await store.abatch(
         [done_op(job["user_id"], job["id"], kind=job["kind"], thread_id=thread_id, result=result)]
     )
 
 
-async def _journaled(job: dict[str, Any], store: BaseStore) -> bool:
+async def _status(job: dict[str, Any], store: BaseStore) -> str | None:
+    """The job entry's status; None when it is gone (its user was deleted)."""
     (item,) = await store.abatch([GetOp(job_namespace(job["user_id"]), job["id"])])
-    return item is not None
+    return None if item is None else str(item.value.get("status"))
 
 
-async def _discard(job: dict[str, Any], result: dict[str, Any], store: BaseStore) -> None:
-    """The user was deleted while the job ran: remove what it wrote since (memories, episodes),
-    and purge them from the store's files, so the deletion stays complete."""
+async def _forget_mark(job: dict[str, Any], store: BaseStore) -> None:
+    """Remove the entry a thread deletion marked (`thread_deleted_op`), if it is there."""
+    (item,) = await store.abatch([GetOp(job_namespace(job["user_id"]), job["id"])])
+    if item is not None and item.value.get("status") == "thread_deleted":
+        await store.abatch([delete_op(job["user_id"], job["id"])])
+
+
+async def _discard(
+    job: dict[str, Any], result: dict[str, Any], store: BaseStore, *, user_deleted: bool
+) -> None:
+    """Its user or its thread was deleted while the job ran: remove what it archived of the
+    thread (episodes) and, when the user was deleted, the memories it wrote or changed, then
+    purge them from the store's files, so the deletion stays complete. A deleted thread's
+    memories stay: they are the user's, as those written before the deletion."""
     user_id = job["user_id"]
-    logger.warning("job %s: its user was deleted while it ran; removing what it wrote", job["id"])
-    ltm = LongTermMemory(store)
-    for memory_id in {e["memory_id"] for e in result.get("events", ())}:
-        await ltm.adelete(user_id, memory_id)
+    logger.warning("job %s: its %s was deleted while it ran; removing what it wrote", job["id"],
+                   "user" if user_deleted else "thread")
+    if user_deleted:
+        ltm = LongTermMemory(store)
+        for memory_id in {e["memory_id"] for e in result.get("events", ())}:
+            await ltm.adelete(user_id, memory_id)
     namespace = LongTermMemory.episode_namespace(user_id)
     await store.abatch([PutOp(namespace, key, None) for key in result.get("episode_keys", ())])
     await apurge_store(store)
 
 
 async def _renew(job: dict[str, Any], runtime: Runtime[Context]) -> None:
-    """Keep the job's lease while it runs, so no other process takes it over."""
+    """Keep the job's lease while it runs, so no other process takes it over; stop once its
+    entry is gone, marked or another process's (a renewal never brings a deleted entry back)."""
     store = runtime.store
     assert store is not None
     thread_id = _thread_id(runtime)
     while True:
         await asyncio.sleep(LEASE_SECONDS / 3)
-        op = pending_op(job["user_id"], job["id"], kind=job["kind"], thread_id=thread_id)
+        steps = renew_steps(job["user_id"], job["id"], kind=job["kind"], thread_id=thread_id)
         try:
-            await store.abatch([op])
+            if not await arun_held(store, steps):
+                return
         except RECOVERABLE_ERRORS as exc:
             logger.warning("could not renew the lease of job %s: %s", job["id"], exc)
 

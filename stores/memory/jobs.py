@@ -3,7 +3,9 @@
 A background compaction or consolidation (`engram.nodes.work.background`) is one item under
 `("memory_jobs", <user label>)`, keyed by the job id, written before the turn's reply returns:
 
-- `status` "pending" while it runs, "done" with its `result` once it finished;
+- `status` "pending" while it runs, "done" with its `result` once it finished, "thread_deleted"
+  when its thread was deleted while it ran (the job then discards what it archived of the thread
+  and removes the entry);
 - `owner`, the process running it (`host:pid:token`), and `lease_until`: the owner renews the
   lease while it works, so a job whose owner died (its process is gone from this host, or its
   lease ran out) is *abandoned* and any process may claim it again;
@@ -32,7 +34,7 @@ from engram.stores.steps import Steps, arun_held, holds_across_processes, run_he
 LEASE_SECONDS = 60.0
 """How long a job's owner may stay silent before another process may take the job over."""
 
-JobStatus = Literal["pending", "done"]
+JobStatus = Literal["pending", "done", "thread_deleted"]
 
 
 def job_namespace(user_id: str) -> tuple[str, str]:
@@ -82,6 +84,29 @@ def done_op(
         },
         index=False,
     )
+
+
+def thread_deleted_op(user_id: str, job_id: str, thread_id: str) -> PutOp:
+    """The mark deleting a thread leaves on a job that may still run: no result, no owner; the
+    job discards what it archived of the thread when it sees it, and removes it."""
+    return PutOp(
+        job_namespace(user_id),
+        job_id,
+        {"thread_id": thread_id, "status": "thread_deleted",
+         "updated_at": datetime.now(UTC).isoformat()},
+        index=False,
+    )
+
+
+def renew_steps(user_id: str, job_id: str, *, kind: str, thread_id: str | None) -> Steps[bool]:
+    """Renew this process's lease on a job it still runs; False, writing nothing, when the entry
+    is gone (its user deleted), marked (its thread deleted) or another process's."""
+    (item,) = yield [GetOp(job_namespace(user_id), job_id)]
+    value = item.value if item is not None else {}
+    if value.get("status") != "pending" or value.get("owner") != _OWNER:
+        return False
+    yield [pending_op(user_id, job_id, kind=kind, thread_id=thread_id)]
+    return True
 
 
 def delete_op(user_id: str, job_id: str) -> PutOp:

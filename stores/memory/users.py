@@ -46,7 +46,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from engram.stores.memory.jobs import job_namespace
+from engram.stores.memory.jobs import is_abandoned, job_namespace, thread_deleted_op
 from engram.stores.memory.types import Memory
 from engram.stores.namespaces import (
     MEMORY_NAMESPACE,
@@ -232,14 +232,19 @@ def purge_user_steps(user_id: str) -> Steps[dict[str, int]]:
 
 
 def delete_thread_steps(user_id: str, thread_id: str, *, registry: bool) -> Steps[dict[str, int]]:
-    """Delete one thread of `user_id` from the store: its job entries first (a job still running
-    then finds its entry gone and discards what it wrote, `engram.nodes.work.background`), then
-    its offloaded tool results and its episodes, and its registry entry last when `registry`;
-    the items deleted per namespace root."""
+    """Delete one thread of `user_id` from the store: its job entries first (one a process still
+    runs is marked instead, `thread_deleted_op`: the job then discards what it archived of the
+    thread and removes the mark, `engram.nodes.work.background`), then its offloaded tool
+    results and its episodes, and its registry entry last when `registry`; the items deleted (or
+    marked) per namespace root."""
     deleted: dict[str, int] = {}
     mine = {"thread_id": thread_id}
     jobs = yield from items_steps(job_namespace(user_id), mine)
-    yield from _delete_items_steps(jobs, deleted)
+    running = [j for j in jobs if j.value.get("status") == "pending" and not is_abandoned(j.value)]
+    if running:  # marked, not deleted: the job keeps the user's memories it touched
+        yield [thread_deleted_op(user_id, j.key, thread_id) for j in running]
+        deleted[running[0].namespace[0]] = len(running)
+    yield from _delete_items_steps([j for j in jobs if j not in running], deleted)
     results = yield from items_steps(tool_result_namespace(user_id, thread_id))
     episodes = yield from items_steps(episode_namespace(user_id), mine)
     yield from _delete_items_steps(results + episodes, deleted)
@@ -312,10 +317,13 @@ async def adelete_thread(
         The store items deleted per namespace root (`episodes`, `tool_results`, ...).
 
     Raises:
-        ValueError: `thread_id` is not a non-empty string.
+        ValueError: `thread_id` is not a non-empty string, or the thread's checkpoints say
+            another user ran it (`registered_user`): nothing is deleted then.
     """
     _check_thread(thread_id)
     if checkpointer is not None:
+        found = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
+        _check_owner(found, user_id, thread_id)
         await adelete_checkpoints(checkpointer, [thread_id])
     steps = delete_thread_steps(user_id, thread_id, registry=checkpointer is not None)
     deleted = await arun_steps(store, steps)
@@ -333,6 +341,8 @@ def delete_thread(
     """Sync `adelete_thread`."""
     _check_thread(thread_id)
     if checkpointer is not None:
+        found = checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
+        _check_owner(found, user_id, thread_id)
         delete_checkpoints(checkpointer, [thread_id])
     steps = delete_thread_steps(user_id, thread_id, registry=checkpointer is not None)
     deleted = run_steps(store, steps)
@@ -367,6 +377,18 @@ def purge_store(store: BaseStore) -> None:
     """Sync `apurge_store`."""
     if (purge := getattr(store, "purge_deleted", None)) is not None:
         purge()
+
+
+def _check_owner(found: Any, user_id: str, thread_id: str) -> None:
+    """Refuse a thread whose checkpoints say another user ran it last (`registered_user`):
+    checkpoints are keyed by the thread id alone."""
+    values = found.checkpoint.get("channel_values", {}) if found is not None else {}
+    owner = values.get("registered_user")
+    if owner is not None and owner != user_id:
+        raise ValueError(
+            f"thread {thread_id!r} was run by another user than {user_id!r}: nothing was "
+            "deleted; delete it with the id of the user who ran it"
+        )
 
 
 def _check_thread(thread_id: str) -> None:

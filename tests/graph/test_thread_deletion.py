@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 from conftest import files_holding
-from fakes import RecordingChatModel
+from fakes import RecordingChatModel, ToolCallingChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from engram.graph import Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
@@ -133,3 +134,23 @@ async def test_deleting_a_thread_leaves_none_of_its_text_anywhere(
     # in no file of the data folder
     assert [files_holding(tmp_path, word) for word in GONE] == [[], [], [], []]
     assert all(files_holding(tmp_path / "chroma", word) for word in KEPT.values())
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_another_user_cannot_delete_a_thread_by_its_id(mode: str) -> None:
+    """Checkpoints are keyed by the thread id alone: a thread another user ran is refused,
+    whole, before anything is deleted."""
+    store, saver = InMemoryStore(), InMemorySaver()
+    model = ToolCallingChatModel(messages=(AIMessage(f"ok {n}") for n in itertools.count()))
+    app = compile_graph(model, store=store, checkpointer=saver)
+    config = {"configurable": {"thread_id": "support-42"}}
+    app.invoke({"messages": [HumanMessage("my account number is 1234")]}, config,
+               context=Context(user_id="alice"))
+    with pytest.raises(ValueError, match="was run by another user than 'mallory'"):
+        if mode == "sync":
+            delete_thread(store, "mallory", "support-42", checkpointer=saver)
+        else:
+            await adelete_thread(store, "mallory", "support-42", checkpointer=saver)
+    assert len(app.get_state(config).values["messages"]) == 2
+    delete_thread(store, "alice", "support-42", checkpointer=saver)
+    assert app.get_state(config).values == {}
