@@ -258,9 +258,10 @@ class LongTermMemory:
         """Write candidates through the write policy, in order; one result per candidate.
 
         Without a merge decider, on a store that holds several calls at once against other
-        processes (an embedded folder, `engram.stores.steps.run_held`), each write's reads and
-        the writes they decide are one compare-and-set: two processes writing the same memory
-        at once write it once, and a procedure done in both counts both uses.
+        processes (an embedded folder, `engram.stores.steps.run_held`), each candidate's reads
+        and the writes they decide are one compare-and-set (the folder is held for one
+        candidate at a time): two processes writing the same memory at once write it once, and a
+        procedure done in both counts both uses.
 
         Args:
             user_id: Whose memories.
@@ -268,9 +269,13 @@ class LongTermMemory:
             thread_id: The conversation they came from (provenance).
             message_ids: The messages they came from, unless a candidate names its own.
         """
+        if self.merge_decider is None:  # no model call inside: held, one candidate at a time
+            results = []
+            for candidate in candidates:
+                steps = self._upsert(user_id, [candidate], thread_id, message_ids)
+                results += await arun_held(self.store, steps)
+            return results
         steps = self._upsert(user_id, candidates, thread_id, message_ids)
-        if self.merge_decider is None:  # no model call inside: the store may be held
-            return await arun_held(self.store, steps)
         return await arun_steps(self.store, steps, aanswer_with(self.merge_decider))
 
     def upsert(
@@ -282,9 +287,15 @@ class LongTermMemory:
         message_ids: Sequence[str] = (),
     ) -> list[WriteResult]:
         """Sync `aupsert`."""
-        steps = self._upsert(user_id, candidates, thread_id, message_ids)
         if self.merge_decider is None:
-            return run_held(self.store, steps)
+            return [
+                result
+                for candidate in candidates
+                for result in run_held(
+                    self.store, self._upsert(user_id, [candidate], thread_id, message_ids)
+                )
+            ]
+        steps = self._upsert(user_id, candidates, thread_id, message_ids)
         return run_steps(self.store, steps, answer_with(self.merge_decider))
 
     # -- management (issue 5 extends these) ---------------------------------------------------
