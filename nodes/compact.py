@@ -11,8 +11,8 @@ would separate an AI message with tool calls from its results) and, for everythi
 
 1. folds them into the running summary (the LLM or the offline summarizer), secrets redacted
    from the messages it reads and from the summary it writes, whichever summarizer wrote it,
-   and, when the thread's messages hold a tool-using run (a tool call or its result, folded
-   or kept), updates the task state (`task_state`: goal, steps done and to do, findings) from
+   and, when the thread has a task state or its messages hold a tool-using run (a tool call
+   or its result, folded or kept), updates the task state (`task_state`: goal, steps done and to do, findings) from
    them (the memory model's bounded call or the offline rules, `engram.nodes.task`), so what
    the agent is doing survives as structure, not only as prose; a plain chat has no task state
    and no call for it;
@@ -203,7 +203,7 @@ def make_compact(
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
         summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
         task: dict[str, Any] = {}
-        if _uses_tools(state["messages"]):  # a plain chat has no task state (and no call for it)
+        if state.get("task_state") or _uses_tools(state["messages"]):  # a plain chat has none
             task["task_state"], task_failures = await task_updater.aupdate(
                 state.get("task_state"), readable, counter
             )

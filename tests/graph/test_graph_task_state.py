@@ -129,3 +129,25 @@ async def test_only_a_tool_using_thread_gets_a_task_state_and_its_model_call(
         assert task_calls == [] and "task_state" not in state
         assert not any("<task_state>" in system for system in systems)
     saver.close()
+
+
+@pytest.mark.parametrize("kind", ["graph", "agent"])
+async def test_the_task_state_follows_the_thread_after_its_tool_messages_are_folded(
+    kind: str, store: ChromaStore, tmp_path
+) -> None:
+    """Once a thread has a task state it keeps being updated, also when its tool calls have
+    all been folded away (it stayed at the old goal while the model was still shown it)."""
+    saver = ThreadedSqliteSaver.from_path(tmp_path / "checkpoints.sqlite")
+    app = _app(kind, ToolCallingChatModel(messages=_replies()), store, saver, None)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    ctx = Context(user_id="alice", message_threshold=4, keep_recent_messages=2,
+                  token_threshold=None, memory_work="inline")
+    turns = [GOAL, *(f"Now write a haiku about topic number {n} please." for n in range(10))]
+    for text in turns:
+        await app.ainvoke({"messages": [HumanMessage(text)]}, config, context=ctx)
+    state = (await app.aget_state(config)).values
+    assert not any(m.type == "tool" for m in state["messages"])
+    goal = state["task_state"]["current_goal"]
+    assert goal.startswith("Now write a haiku about topic number")
+    assert int(goal.split("number ")[1].split()[0]) >= 5  # a recent request, not the first
+    saver.close()
