@@ -12,10 +12,10 @@ would separate an AI message with tool calls from its results) and, for everythi
 1. folds them into the running summary (the LLM or the offline summarizer), secrets redacted
    from the messages it reads and from the summary it writes, whichever summarizer wrote it,
    and, when the thread has a task state or its messages hold a tool-using run (a tool call
-   or its result, folded or kept), updates the task state (`task_state`: goal, steps done and to do, findings) from
-   them (the memory model's bounded call or the offline rules, `engram.nodes.task`), so what
-   the agent is doing survives as structure, not only as prose; a plain chat has no task state
-   and no call for it;
+   or its result, folded or kept), updates the task state (`task_state`: goal, steps done and
+   to do, findings) from them (the memory model's bounded call or the offline rules,
+   `engram.nodes.task`), so what the agent is doing survives as structure, not only as prose;
+   a plain chat has no task state and no call for it;
 2. archives them as episodes under `("episodes", user_id)` — one per message, with the thread
    id, the message id and the two messages before it as lexical context — so details the
    summary dropped stay recallable;
