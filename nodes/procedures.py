@@ -104,8 +104,11 @@ _ABOUT_RESULT = re.compile(
 )
 """A phrase about what was just done not working: it counts wherever the reply is judged."""
 _VERDICT = re.compile(
-    r"\b(?:fail|failed|fails|failing|broken|broke|wrong|incorrect|nope"
-    r"|not (?:right|correct|working|fixed))\b"
+    r"\b(?:fail|failed|fails|failing|broken|broke|wrong|incorrect|nope|stale"
+    r"|not (?:right|correct|working|fixed|it)"
+    r"|(?:did|does|do|is|was|has)(?: not|n'?t) (?:\w+ ){0,2}?(?:work|fix|help|solve|change)\w*"
+    r"|still (?:down|there|broken|failing|wrong|stale|the same|happening|crashing|an? error)"
+    r"|i still (?:get|see|have))\b"
     r"|不行|失败|(?<![报出])错了|不对|(?<!没)有问题|(?<![不没])报错|(?<![不没])出错"
 )
 """A word that says something failed: a verdict on the last run only in a reply that is not a
@@ -119,7 +122,7 @@ _WORKED = re.compile(
 """How a reply that says it worked starts ("Works, thanks!", "thanks, that fixed it", "好了")."""
 _REQUEST = re.compile(
     r"(?:(?:ok(?:ay)?|so|and|also|then|now|next|please|pls)\W+)*"
-    r"(?:now|next|then|also|please|pls|can|could|would|will|let'?s|why|what|how|where|when"
+    r"(?:please|pls|can|could|would|will|let'?s|why|what|how|where|when"
     r"|which|who|is there|are there|find|check|look|fix|help|show|tell|make|add|write|create"
     r"|run|investigate|debug|figure|see|give|list|explain|update|deploy|build|open|read|search"
     r"|i need|i want|i'd like)\b"
@@ -138,13 +141,15 @@ def said_it_failed(text: str) -> bool:
     """Whether a user's message says that what was just done did not work.
 
     What judges the last run is the reply's first sentence (after an "ok." or "hmm."), and what
-    follows a "but": a phrase about the result ("that didn't work", "still the same error",
-    "still getting a 502", "还是不行", "没用") counts there, and a failure word ("wrong",
-    "failed", "不对") in a first sentence that asks for nothing new. A reply that starts by
-    saying it worked ("Works, thanks!", "好了") did not fail unless a "but" says otherwise, and
-    a new request names its own problems ("Perfect! Next: fix the failing tests"). When the first
-    sentence is neither, a phrase about the result anywhere counts ("I ran it. Still the same
-    error.").
+    a "but" or a "though" in it or in the next sentence says: a failure there counts ("Thanks,
+    but the output is wrong", "ok thanks. the deploy failed though") unless it asks for
+    something new. A reply that then starts by saying it worked ("Works, thanks!", "好了") did
+    not fail; a phrase about the result ("that didn't work", "still the same error", "还是不行",
+    "没用") counts, even in a question ("why did it fail?"); a new request names its own
+    problems ("Perfect! Next: fix the failing tests", "Can you check why the nightly job
+    failed?"); otherwise a failure word in the first sentence ("Now the login page is broken",
+    "I still get a 502") or a phrase about the result later counts. Missing a failure stores
+    steps that did not work, so the words lean that way.
 
     Example:
         >>> said_it_failed("Thanks! But it still doesn't work."), said_it_failed("还是不行")
@@ -157,10 +162,20 @@ def said_it_failed(text: str) -> bool:
     sentences = [s for s in sentences if s and not _INTERJECTION.fullmatch(s)]
     if not sentences:
         return False
-    head, rest = sentences[0], sentences[1:]
-    judged = [head, *rest[:1]] if rest and _CONTRAST.match(rest[0]) else [head]
-    if any(_ABOUT_RESULT.search(part.strip()) for s in judged for part in _CONTRAST.split(s)[1:]):
-        return True
+    head, *rest = sentences
+    # what follows a "but" (in the first sentence, or the next one) judges the run, unless it
+    # asks for something new ("but can you check the failing lint job?")
+    contrasts = [*_CONTRAST.split(head)[1:], *(_CONTRAST.split(rest[0])[1:] if rest else [])]
+    contrasts += [  # "... the deploy failed though"
+        s.rstrip(" .!?")[: -len("though")] for s in [head, *rest[:1]]
+        if s.rstrip(" .!?").endswith(" though")
+    ]
+    for clause in (c.strip(" ,;:") for c in contrasts):
+        if clause and not _REQUEST.match(clause) and (
+            _ABOUT_RESULT.search(clause) or _VERDICT.search(clause)
+        ):
+            return True
+    head = _CONTRAST.split(head)[0].strip()
     if _WORKED.match(head):
         return False
     if _ABOUT_RESULT.search(head):

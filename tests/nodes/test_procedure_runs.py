@@ -92,6 +92,9 @@ def test_other_runs_are_not(run: list) -> None:
         "I ran the script you gave me. It still fails with the same error.",
         "还是不行", "没用啊，报错一样", "失败了", "不对，重新来", "谢谢，但是还是报错",
         "试了一下，还是一样的错误", "没有解决，页面还是空白", "这个方法没用",
+        "Thanks, but the output is wrong.", "The restart didn't fix it.", "No, that's not it.",
+        "It's still down.", "The error is still there.", "ok thanks. the deploy failed though",
+        "I still get a 502.", "Now the login page is broken.", "Perfect.\nBut the cache is still stale.",
     ],
 )
 def test_a_message_saying_it_failed(text: str) -> None:
@@ -113,7 +116,9 @@ def test_a_message_saying_it_failed(text: str) -> None:
         "Can you look into the failing CI job?", "Add a retry for the requests that failed",
         "Fix the pages that don't work on mobile", "what went wrong with the deploy yesterday?",
         "好了", "好了，谢谢！再帮我看看为什么支付失败了", "现在看看为什么支付失败了", "不报错了，谢谢",
-        "可以了，下一步把日志清理一下",
+        "可以了，下一步把日志清理一下", "Great, that worked! Why did the tests fail earlier?",
+        "Can you check why the nightly job failed?",
+        "It works now, thanks! But can you check the failing lint job?",
     ],
 )
 def test_a_message_moving_on(text: str) -> None:
