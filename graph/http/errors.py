@@ -66,4 +66,7 @@ def answers_json(endpoint: Endpoint) -> Endpoint:
             detail = f"the engram data could not be used ({exc}); nothing was changed: try again"
             return json_answer({"detail": detail}, 503)
 
+    # Starlette's schema generator reads an endpoint's docstring as YAML (a colon in prose made
+    # `langgraph dev` print a traceback); the docstring stays on `answer.__wrapped__`
+    answer.__doc__ = None
     return answer

@@ -143,9 +143,9 @@ class MemoryApi:
         )
 
     async def add(self, request: Request) -> Response:
-        """Add a memory through the write policy and answer what it did (created, merged,
-        duplicate, superseded when it replaced an older value, kept as history, or unchanged).
-        Starlette's schema generator reads a route's docstring as YAML, hence no colon here."""
+        """Add a memory through the write policy, answering what it did: `created`, `merged`,
+        `duplicate`, `superseded` (it replaced an older value, kept as history) or
+        `unchanged`."""
         user = self.user(request)
         body = await json_body(request, NewMemory)
         try:
