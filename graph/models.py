@@ -252,19 +252,24 @@ def base_url_chat_model(base_url: str, model: str | None = None) -> BaseChatMode
 
 def base_url_api_key(base_url: str, env: Mapping[str, str] = os.environ) -> str:
     """The key sent to a base URL spec's server: `ENGRAM_BASE_URL_API_KEY`, else
-    `OPENAI_API_KEY` over https only (an OpenAI key never crosses a network in clear text), else
-    `PLACEHOLDER_API_KEY`.
+    `OPENAI_API_KEY` when the server is the one that key is for (OpenAI's, or the host of
+    `OPENAI_BASE_URL`) over https, else `PLACEHOLDER_API_KEY`: an OpenAI key is never sent to
+    another server, nor in clear text.
 
     Example:
         >>> env = {"OPENAI_API_KEY": "sk-openai"}
-        >>> base_url_api_key("http://gpu-box:8000/v1", env), base_url_api_key("https://gpu-box/v1", env)
-        ('unused', 'sk-openai')
+        >>> base_url_api_key("https://api.openai.com/v1", env), base_url_api_key("https://gpu-box/v1", env)
+        ('sk-openai', 'unused')
+        >>> base_url_api_key("https://gpu-box/v1", {**env, "OPENAI_BASE_URL": "https://gpu-box/v1"})
+        'sk-openai'
         >>> base_url_api_key("http://gpu-box:8000/v1", {**env, "ENGRAM_BASE_URL_API_KEY": "vllm-key"})
         'vllm-key'
     """
     if env.get("ENGRAM_BASE_URL_API_KEY"):
         return env["ENGRAM_BASE_URL_API_KEY"]
-    if env.get("OPENAI_API_KEY") and urlsplit(base_url).scheme.lower() == "https":
+    parts = urlsplit(base_url)
+    meant_for = {"api.openai.com", urlsplit(env.get("OPENAI_BASE_URL") or "").hostname}
+    if env.get("OPENAI_API_KEY") and parts.scheme.lower() == "https" and parts.hostname in meant_for:
         return env["OPENAI_API_KEY"]
     return PLACEHOLDER_API_KEY
 
