@@ -63,8 +63,6 @@ if TYPE_CHECKING:
     from engram.nodes.context import Context
     from engram.nodes.state import EngramState
 
-__all__ = ["MEMORY_TOOL_NAMES", "NOT_STEPS", "learn_procedure", "run_procedure", "said_it_failed"]
-
 MIN_CALLS = 2
 """Tool calls a run needs to be a procedure: one call is a lookup, not a way of doing things."""
 MAX_WAITING = 5

@@ -65,8 +65,8 @@ from engram.evals.bench.stores import code_state
 from engram.graph import Context, EngramMiddleware
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.local_model import local_chat_model
-from engram.nodes.offload import READER_TOOLS
 from engram.nodes.text.tokens import counter_for_model
+from engram.nodes.tool_calls import READER_TOOLS
 from engram.stores.chroma.store import ChromaStore, default_index
 
 ARMS = ("offload", "no offload")

@@ -2,7 +2,7 @@
 and the model sees a pointer (seed 001's offload): `offload` (the `Offloader`), `pointer` (what
 the model sees), `summary` (the memory model's summary of a result)."""
 
-from engram.nodes.offload.offload import READER_TOOLS, Offloader
+from engram.nodes.offload.offload import Offloader
 from engram.nodes.offload.pointer import OffloadedPointer, pointer_of
 
-__all__ = ["READER_TOOLS", "OffloadedPointer", "Offloader", "pointer_of"]
+__all__ = ["OffloadedPointer", "Offloader", "pointer_of"]

@@ -94,7 +94,13 @@ def read_export_header(kind: str, line: str) -> tuple[str, str] | None:
     found = re.search(_HEADER.format(kind=re.escape(kind)), line)
     if found is None:
         return None
-    user = json.loads(found["quoted"]) if found["quoted"] else found["bare"]
+    try:
+        user = json.loads(found["quoted"]) if found["quoted"] else found["bare"]
+    except ValueError:
+        raise MarkdownError(
+            f"the header's user id {found['quoted']} is not a valid JSON string: restore it as "
+            "exported, or delete the header line to import the file as new memories"
+        ) from None
     return user, found["at"]
 
 

@@ -31,7 +31,13 @@ from typing import Any, Literal
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.manage.edit import EditError, edit_steps
 from engram.stores.memory.manage.restore import restore_steps
-from engram.stores.memory.markdown.format import Bullet, MarkdownDoc, MarkdownError, same_text
+from engram.stores.memory.markdown.format import (
+    Bullet,
+    MarkdownDoc,
+    MarkdownError,
+    display_user,
+    same_text,
+)
 from engram.stores.memory.procedures import procedure_fields
 from engram.stores.memory.types import Category, Memory, MemoryCandidate, content_hash, parse_time
 from engram.stores.memory.write.policy import PolicySettings, set_forgotten_steps, upsert_steps
@@ -108,7 +114,7 @@ def plan_import(doc: MarkdownDoc, memories: Sequence[Memory], user_id: str) -> I
     if doc.user_id is not None and doc.user_id != user_id:
         raise MarkdownError(
             f"this file was exported for user {doc.user_id!r}, not {user_id!r}: pass --user "
-            f"{doc.user_id}, or delete its 'engram ...' header comment line to import it as new "
+            f"{display_user(doc.user_id)}, or delete its 'engram ...' header comment line to import it as new "
             f"memories of {user_id!r}"
         )
     plan = ImportPlan(user_id, warnings=list(doc.warnings))

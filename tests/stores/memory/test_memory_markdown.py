@@ -247,3 +247,8 @@ def test_any_user_id_reads_back_whole_and_cannot_add_to_the_file(store, user):
 def test_a_file_exported_before_user_ids_were_quoted_still_names_its_user():
     doc = parse_markdown("<!-- engram memory.md | user: alice | exported: 2026-05-01 -->\n")
     assert (doc.user_id, doc.exported_at) == ("alice", "2026-05-01")
+
+
+def test_a_header_edited_into_bad_json_is_refused_with_what_to_do():
+    with pytest.raises(MarkdownError, match="not a valid JSON string: restore it"):
+        parse_markdown('<!-- engram memory.md | user: "bad\\x" | exported: 2026-05-01 -->\n')
