@@ -282,7 +282,7 @@ def build_context(
             f"after the reply's reserve: shorten Context.system_prompt or the input"
         )
     memory_share = budget.memories - max(0, system_tokens - budget.system_prompt)
-    used, used_episodes, memory_block, memory_tokens = _fit_memories(
+    used, used_episodes, memory_block, memory_tokens = fit_recall(
         memories, episodes, min(room, memory_share), counter
     )
     room -= memory_tokens
@@ -450,13 +450,14 @@ _RECALLED_FROM: weakref.WeakSet[BaseStore] = weakref.WeakSet()
 """Stores this process has recalled from: their start-up is behind them."""
 
 
-def _fit_memories(
+def fit_recall(
     memories: Sequence[ScoredMemory],
     episodes: Sequence[SearchItem],
     limit: int,
     counter: TokenCounter,
 ) -> tuple[list[ScoredMemory], list[SearchItem], str, int]:
-    """What of the recall fits in `limit` tokens: one ranked list, the best memory, the best
+    """What of the recall fits in `limit` tokens (its memories, episodes, block and the block's
+    tokens): one ranked list, the best memory, the best
     episode, the second memory, the second episode..., each taken only if the block still fits
     (so a tight budget keeps the best of both kinds, not five memories and no episode)."""
     used: list[ScoredMemory] = []

@@ -44,8 +44,9 @@ from engram.evals.instrument import RunRecorder
 from engram.evals.sandbox import sandbox
 from engram.evals.scripted import ScriptedChatModel
 from engram.graph import Context
+from engram.graph.models import DEFAULT_CONTEXT_WINDOW
 from engram.nodes.recalled import new_episodes, shown_episode
-from engram.nodes.start import recall, recall_query
+from engram.nodes.start import Budget, fit_recall, recall, recall_query
 from engram.nodes.text.tokens import REPLY_PRIMING, counter_for_model
 from engram.nodes.text.transcript import TIMESTAMP_KEY
 from engram.stores.memory.long_term import LongTermMemory
@@ -247,7 +248,7 @@ async def arun_dialog(
                     session.id,
                     await _snapshot(box.store, sessions_by_thread),
                     [
-                        await _probe(box.store, p.id, p.query)
+                        await _probe(box.store, p.id, p.query, settings)
                         for p in dialog.probes_after(session.id)
                     ],
                 )
@@ -305,14 +306,22 @@ async def _snapshot(store: BaseStore, sessions_by_thread: dict[str, str]) -> lis
     ]
 
 
-async def _probe(store: BaseStore, probe_id: str, query: str) -> ProbeRun:
-    """The probe's query as the first message of a new thread, through `start`'s recall: the
-    memories, and the episodes as the memory block shows them (cut, escaped)."""
+async def _probe(
+    store: BaseStore, probe_id: str, query: str, settings: RunSettings
+) -> ProbeRun:
+    """The probe's query as the first message of a new thread, through `start`'s recall and its
+    memory budget (the eval model's window): the memories, and the episodes as the memory block
+    shows them (cut, escaped)."""
     ctx = Context(user_id=USER_ID, recall_timeout_ms=PROBE_TIMEOUT_MS)
     memories, episodes = await recall(
         store, ctx, recall_query([HumanMessage(query)], 0), first_turn=True
     )
     episodes = new_episodes(episodes, memories, [])  # as `start` shows them
+    window = settings.context_window or DEFAULT_CONTEXT_WINDOW
+    memories, episodes, _, _ = fit_recall(
+        memories, episodes, Budget.for_window(window).memories,
+        counter_for_model(settings.model_name),
+    )
     return ProbeRun(
         probe_id,
         [scored.memory.content for scored in memories],
