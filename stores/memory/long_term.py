@@ -269,13 +269,14 @@ class LongTermMemory:
             thread_id: The conversation they came from (provenance).
             message_ids: The messages they came from, unless a candidate names its own.
         """
+        now = self.clock().isoformat()  # one time for all: they were said together
         if self.merge_decider is None:  # no model call inside: held, one candidate at a time
             results = []
             for candidate in candidates:
-                steps = self._upsert(user_id, [candidate], thread_id, message_ids)
+                steps = self._upsert(user_id, [candidate], thread_id, message_ids, now)
                 results += await arun_held(self.store, steps)
             return results
-        steps = self._upsert(user_id, candidates, thread_id, message_ids)
+        steps = self._upsert(user_id, candidates, thread_id, message_ids, now)
         return await arun_steps(self.store, steps, aanswer_with(self.merge_decider))
 
     def upsert(
@@ -287,15 +288,16 @@ class LongTermMemory:
         message_ids: Sequence[str] = (),
     ) -> list[WriteResult]:
         """Sync `aupsert`."""
+        now = self.clock().isoformat()
         if self.merge_decider is None:
             return [
                 result
                 for candidate in candidates
                 for result in run_held(
-                    self.store, self._upsert(user_id, [candidate], thread_id, message_ids)
+                    self.store, self._upsert(user_id, [candidate], thread_id, message_ids, now)
                 )
             ]
-        steps = self._upsert(user_id, candidates, thread_id, message_ids)
+        steps = self._upsert(user_id, candidates, thread_id, message_ids, now)
         return run_steps(self.store, steps, answer_with(self.merge_decider))
 
     # -- management (issue 5 extends these) ---------------------------------------------------
@@ -433,9 +435,9 @@ class LongTermMemory:
         candidates: Sequence[MemoryCandidate],
         thread_id: str | None,
         message_ids: Sequence[str],
+        now: str,
     ) -> AskingSteps[list[WriteResult]]:
         namespace, hashes = self.namespace(user_id), self.hash_namespace(user_id)
-        now = self.clock().isoformat()
         results = []
         for candidate in candidates:
             result = yield from upsert_steps(
