@@ -115,22 +115,7 @@ class TokenCounter:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest prefix of `text` that fits in `max_tokens` (cut at a token boundary)."""
-        if max_tokens <= 0:
-            return ""
-        if self.encoding is not None:
-            tokens = self.encoding.encode(text, disallowed_special=())
-            if len(tokens) <= max_tokens:
-                return text
-            # A cut inside a multi-byte character drops that character.
-            return self.encoding.decode_bytes(tokens[:max_tokens]).decode("utf-8", errors="ignore")
-        low, high = 0, len(text)
-        while low < high:
-            mid = (low + high + 1) // 2
-            if estimate_tokens(text[:mid]) <= max_tokens:
-                low = mid
-            else:
-                high = mid - 1
-        return text[:low]
+        return self._cut(text, max_tokens, keep_end=False)
 
     def truncate_start(self, text: str, max_tokens: int) -> str:
         """The longest suffix of `text` that fits in `max_tokens` (cut at a token boundary):
@@ -142,29 +127,46 @@ class TokenCounter:
             >>> kept.endswith("four"), counter.count_text(kept) <= 2
             (True, True)
         """
+        return self._cut(text, max_tokens, keep_end=True)
+
+    def _cut(self, text: str, max_tokens: int, *, keep_end: bool) -> str:
+        """`text`'s start (or end) that fits in `max_tokens`; a cut inside a multi-byte character
+        drops that character."""
         if max_tokens <= 0:
             return ""
-        if self.encoding is not None:
-            tokens = self.encoding.encode(text, disallowed_special=())
-            if len(tokens) <= max_tokens:
-                return text
-            # A cut inside a multi-byte character drops that character; a suffix may tokenize
-            # differently on its own, so fewer tokens are taken until it fits.
-            for keep in range(max_tokens, 0, -1):
-                part = self.encoding.decode_bytes(tokens[-keep:]).decode("utf-8", errors="ignore")
-                if self.count_text(part) <= max_tokens:
-                    return part
-            return ""
-        if estimate_tokens(text) <= max_tokens:
+        if self.encoding is None:
+            return _estimated_cut(text, max_tokens, keep_end=keep_end)
+        tokens = self.encoding.encode(text, disallowed_special=())
+        if len(tokens) <= max_tokens:
             return text
-        low, high = 0, len(text)  # the smallest start whose suffix fits
-        while low < high:
-            mid = (low + high) // 2
-            if estimate_tokens(text[mid:]) <= max_tokens:
-                high = mid
-            else:
-                low = mid + 1
-        return text[low:]
+        if not keep_end:
+            return self._decode(tokens[:max_tokens])
+        # A suffix may tokenize into more tokens on its own: take fewer by the excess until it fits
+        keep = max_tokens
+        while keep > 0:
+            part = self._decode(tokens[-keep:])
+            excess = self.count_text(part) - max_tokens
+            if excess <= 0:
+                return part
+            keep -= excess
+        return ""
+
+    def _decode(self, tokens: list[int]) -> str:
+        return self.encoding.decode_bytes(tokens).decode("utf-8", errors="ignore")
+
+
+def _estimated_cut(text: str, max_tokens: int, *, keep_end: bool) -> str:
+    """The longest prefix (or suffix) of `text` whose estimated tokens fit in `max_tokens`."""
+    if estimate_tokens(text) <= max_tokens:
+        return text
+    low, high = 0, len(text)  # the most characters kept that fit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if estimate_tokens(text[len(text) - mid:] if keep_end else text[:mid]) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    return text[len(text) - low:] if keep_end else text[:low]
 
 
 def counter_for_model(model_name: str | None) -> TokenCounter:

@@ -118,3 +118,13 @@ def test_truncate_start_keeps_the_end_within_the_limit() -> None:
         assert counter.count_text(counter.truncate_start(chinese, 100)) <= 100
         assert counter.truncate_start(SAMPLES["english"], 0) == ""
         assert counter.truncate_start("short", 100) == "short"
+
+
+def test_every_cut_is_a_prefix_or_suffix_within_every_limit() -> None:
+    mixed = "naïve café ☕ 我们今天去了北京 🎉 then `x = 1` 然后回家。" * 3
+    for counter in (counter_for_model(None), TokenCounter(None)):
+        for limit in range(1, 60):
+            start, end = counter.truncate(mixed, limit), counter.truncate_start(mixed, limit)
+            assert mixed.startswith(start) and mixed.endswith(end)
+            assert counter.count_text(start) <= limit and counter.count_text(end) <= limit
+            assert counter.count_text(end) >= limit - 3  # the end is not cut far short
