@@ -35,6 +35,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from engram.nodes.offload.pointer import pointer_of
 from engram.nodes.state import TaskState
+from engram.nodes.text.sentences import split_sentences
 from engram.nodes.text.tokens import message_content
 from engram.nodes.tool_calls import call_step
 
@@ -46,7 +47,6 @@ MAX_ITEM_CHARS = 200
 _CHECKED = re.compile(r"^\s*[-*]\s*\[[xX✓✔]\]\s+(.+)$", re.MULTILINE)
 _UNCHECKED = re.compile(r"^\s*[-*]\s*\[\s\]\s+(.+)$", re.MULTILINE)
 _NUMBERED = re.compile(r"^\s*\d{1,2}[.)]\s+(.+)$", re.MULTILINE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _FILLER = frozenset({
     "ahead", "and", "anything", "bye", "continue", "cool", "else", "fine", "go", "good", "great",
     "hello", "hey", "hi", "next", "nice", "no", "now", "ok", "okay", "on", "perfect", "please",
@@ -112,8 +112,7 @@ def request_task(text: str, *, limit: int = MAX_ITEM_CHARS) -> str:
         >>> request_task("好的，谢谢！帮我把文档发布到测试站点。"), request_task("ok, go ahead")
         ('帮我把文档发布到测试站点。', '')
     """
-    sentences = [s for s in _SENTENCE.split(" ".join(text.split())) if s]
-    return _cut(next((s for s in sentences if _is_request(s)), ""), limit)
+    return _cut(next((s for s in split_sentences(text) if _is_request(s)), ""), limit)
 
 
 def _is_request(text: str) -> bool:

@@ -13,8 +13,9 @@ from langgraph.store.memory import InMemoryStore
 from engram.graph.offload import offload_tools
 from engram.graph.tools import memory_tools
 from engram.nodes.context import Context
-from engram.nodes.procedures import NOT_STEPS, learn_procedure, run_procedure, said_it_failed
+from engram.nodes.procedures import NOT_STEPS, learn_procedure, run_procedure
 from engram.nodes.task import offline_update
+from engram.nodes.task.verdict import said_it_failed
 from engram.nodes.tool_calls import MEMORY_TOOL_NAMES, READER_TOOLS
 from engram.stores.memory.long_term import LongTermMemory
 
