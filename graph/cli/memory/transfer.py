@@ -123,7 +123,7 @@ def import_(
     )
     from engram.stores.memory.types import utc_now
     from engram.stores.memory.users import memories_steps
-    from engram.stores.steps import run_steps
+    from engram.stores.steps import run_held, run_steps
 
     if as_json and not (yes or dry_run):
         raise CliError(
@@ -155,7 +155,8 @@ def import_(
         if not yes:
             typer.confirm(f"Apply these {len(plan.changes)} changes?", abort=True)
         now = utc_now().isoformat()
-        applied = run_steps(backend.store, import_steps(user_id, plan, now=now))
+        # held: no write of another process on the folder lands between a read and its write
+        applied = run_held(backend.store, import_steps(user_id, plan, now=now))
     if as_json:
         print_json(
             {
