@@ -81,12 +81,13 @@ class Context:
     so what no memory holds comes back when asked about; 0 disables. They are found like
     memories (words and meaning, fused)."""
 
-    recall_episodes_first_turn: int = 10
+    recall_episodes_first_turn: int = 20
     """How many archived messages a thread's first turn recalls at most, in place of
     `recall_episodes`: nothing of the conversation is in the prompt yet, and a new session's
     first message often needs what was said in earlier ones without naming it ("dinner for our
-    first night" for the message about a celiac diagnosis). `recall_episodes=0` turns archived
-    messages off on every turn."""
+    first night" for the message about a celiac diagnosis), which ranks low among them. They
+    share the memory budget with the memories. `recall_episodes=0` turns archived messages off
+    on every turn."""
 
     episode_min_similarity: float = 0.15
     """An archived message is recalled only when its embedding is at least this similar to the

@@ -16,7 +16,7 @@ from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 
 def _store() -> InMemoryStore:
     store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
-    said = [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"m{n}") for n in range(12)]
+    said = [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"m{n}") for n in range(24)]
     store.batch(episode_ops(said, user_id="ada", thread_id="old"))
     LongTermMemory(store).upsert("ada", [
         MemoryCandidate(content=f"The user's garden bed {n} grows {plant}", category="fact")
@@ -32,7 +32,7 @@ async def test_the_first_turn_recalls_more_archived_messages() -> None:
     query = "what grows in my garden beds"
     memories, first = await recall(store, ctx, query, first_turn=True)
     later_memories, later = await recall(store, ctx, query)
-    assert len(first) == ctx.recall_episodes_first_turn == 10
+    assert len(first) == ctx.recall_episodes_first_turn == 20
     assert len(later) == ctx.recall_episodes == 5
     assert len(memories) == ctx.recall_k_first_turn == 10
     assert len(later_memories) == ctx.recall_k == 5
