@@ -6,11 +6,11 @@ request_task`, its first sentence that asks for something, as the task state's g
 tool calls in order (at least `MIN_CALLS`; engram's own memory and reading tools are not steps,
 and a call repeated right after itself counts once). It is written as a `skill` memory
 (`engram.stores.memory.procedures`) once the user's next message does not say it failed
-(`engram.nodes.task.verdict.said_it_failed`), or when the session ends. Until then it waits in the thread's state
-(`pending_procedures`) with the user whose run it was, redacted like every persisted text, and
-is written under that user whoever runs the thread next; one the store could not take waits for
-the next turn, and one kept without its user (by an older engram) is dropped. The same task done
-again with the same tools is the same memory, its use counted.
+(`engram.nodes.task.verdict.said_it_failed`), or when the session ends. Until then it waits in
+the thread's state (`pending_procedures`) with the user whose run it was, redacted like every
+persisted text, and is written under that user whoever runs the thread next; one the store could
+not take waits for the next turn, and one kept without its user (by an older engram) is
+dropped. The same task done again with the same tools is the same memory, its use counted.
 
 Incognito runs learn nothing; with `Context.confirm_memories` a procedure waits for the user's
 approval like any other memory.

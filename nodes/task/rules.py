@@ -112,7 +112,9 @@ def request_task(text: str, *, limit: int = MAX_ITEM_CHARS) -> str:
         >>> request_task("好的，谢谢！帮我把文档发布到测试站点。"), request_task("ok, go ahead")
         ('帮我把文档发布到测试站点。', '')
     """
-    return _cut(next((s for s in split_sentences(text) if _is_request(s)), ""), limit)
+    # a line break does not end a request ("deploy it\nto staging"): only sentence ends do
+    sentences = split_sentences(" ".join(text.split()))
+    return _cut(next((s for s in sentences if _is_request(s)), ""), limit)
 
 
 def _is_request(text: str) -> bool:

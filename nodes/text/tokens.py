@@ -118,8 +118,9 @@ class TokenCounter:
         return self._cut(text, max_tokens, keep_end=False)
 
     def truncate_start(self, text: str, max_tokens: int) -> str:
-        """The longest suffix of `text` that fits in `max_tokens` (cut at a token boundary):
-        the newest part of a transcript or the end of a text, where `truncate` keeps the start.
+        """A suffix of `text` that fits in `max_tokens`, cut at a token boundary (the longest,
+        or a few tokens shorter where a suffix tokenizes longer alone than inside `text`): the
+        newest part of a transcript or the end of a text, where `truncate` keeps the start.
 
         Example:
             >>> counter = counter_for_model(None)

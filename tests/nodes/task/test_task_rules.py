@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fakes import FailingChatModel, StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
@@ -12,7 +14,7 @@ from engram.nodes.offload.pointer import OffloadedPointer, pointer_content
 from engram.nodes.start import Budget, build_context
 from engram.nodes.state import TaskState
 from engram.nodes.task import TaskUpdater, offline_update, render_task_block
-from engram.nodes.task.rules import MAX_ITEMS
+from engram.nodes.task.rules import MAX_ITEMS, request_task
 from engram.nodes.text.tokens import counter_for_model
 
 COUNTER = counter_for_model(None)
@@ -109,3 +111,16 @@ def test_the_block_is_escaped_and_fits_its_share() -> None:
                           system_prompt="You help.", budget=Budget.for_window(4000),
                           counter=COUNTER)
     assert empty["task_block"] == "" and empty["token_stats"]["task_state"] == 0
+
+
+@pytest.mark.parametrize(
+    ("message", "task"),
+    [
+        ("deploy it\nto staging", "deploy it to staging"),
+        ("Please fix the login\nbug in the auth module", "Please fix the login bug in the auth module"),
+        ("帮我把文档\n发布到测试站点", "帮我把文档 发布到测试站点"),
+        ("Thanks!\nNow publish the docs. Use the CLI.", "Now publish the docs."),
+    ],
+)
+def test_a_line_break_does_not_end_the_request(message: str, task: str) -> None:
+    assert request_task(message) == task
