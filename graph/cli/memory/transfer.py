@@ -115,7 +115,7 @@ def import_(
     """Apply an edited memory.md or learnings.md: shows the changes, then asks before applying
     them."""
     from engram.stores.memory.markdown.format import MarkdownError, parse_markdown
-    from engram.stores.memory.markdown.importer import import_steps, plan_import
+    from engram.stores.memory.markdown.importer import apply_import, plan_import
     from engram.stores.memory.markdown.learnings import (
         is_learnings,
         parse_learnings,
@@ -123,7 +123,7 @@ def import_(
     )
     from engram.stores.memory.types import utc_now
     from engram.stores.memory.users import memories_steps
-    from engram.stores.steps import run_held, run_steps
+    from engram.stores.steps import run_steps
 
     if as_json and not (yes or dry_run):
         raise CliError(
@@ -155,8 +155,7 @@ def import_(
         if not yes:
             typer.confirm(f"Apply these {len(plan.changes)} changes?", abort=True)
         now = utc_now().isoformat()
-        # held: no write of another process on the folder lands between a read and its write
-        applied = run_held(backend.store, import_steps(user_id, plan, now=now))
+        applied = apply_import(backend.store, user_id, plan, now=now)
     if as_json:
         print_json(
             {

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from langgraph.store.base import BaseStore
+
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.manage.edit import EditError, edit_steps
 from engram.stores.memory.manage.restore import restore_steps
@@ -43,7 +45,7 @@ from engram.stores.memory.types import Category, Memory, MemoryCandidate, conten
 from engram.stores.memory.write.policy import PolicySettings, set_forgotten_steps, upsert_steps
 from engram.stores.namespaces import hash_namespace, memory_namespace
 from engram.stores.secrets import redact
-from engram.stores.steps import Steps
+from engram.stores.steps import Steps, run_held
 
 Action = Literal["edit", "forget", "restore", "add"]
 
@@ -188,12 +190,20 @@ def _content_problems(bullet: Bullet) -> list[str]:
     return [f"line {bullet.line}: this memory {problem}"] if problem else []
 
 
-def import_steps(
-    user_id: str, plan: ImportPlan, *, now: str, policy: PolicySettings | None = None
-) -> Steps[list[Applied]]:
-    """Apply a plan through the write path, in order; one `Applied` per change.
+def apply_import(
+    store: BaseStore,
+    user_id: str,
+    plan: ImportPlan,
+    *,
+    now: str,
+    policy: PolicySettings | None = None,
+) -> list[Applied]:
+    """Apply a plan through the write path, in order; one `Applied` per change. Each change is
+    held against other processes on an embedded folder (`run_held`), one at a time as the write
+    path holds its candidates, so a long file does not keep them waiting.
 
     Args:
+        store: The store the memories are in.
         user_id: Whose memories.
         plan: From `plan_import`.
         now: The time of the writes (ISO-8601).
@@ -207,57 +217,45 @@ def import_steps(
         if change.action != "add":
             _target(change)
     policy = policy or PolicySettings()
-    namespace, hashes = memory_namespace(user_id), hash_namespace(user_id)
-    applied: list[Applied] = []
-    for change in plan.changes:
-        if change.action == "add":
-            procedure = procedure_fields(change.content) if change.category == "skill" else {}
-            candidate = MemoryCandidate(
-                content=change.content, category=change.category, confidence=1.0, **procedure
-            )
-            result = yield from upsert_steps(
-                namespace,
-                hashes,
-                candidate,
-                thread_id=None,
-                message_ids=[],
-                now=now,
-                settings=policy,
-            )
-            applied.append(
-                Applied(
-                    change,
-                    result.action,
-                    result.memory.id if result.memory else None,
-                    result.reason,
-                )
-            )
-        elif change.action == "edit":
-            memory_id = _target(change)
-            try:
-                new = yield from edit_steps(
-                    user_id, memory_id, change.content, change.category, now
-                )
-            except EditError as exc:
-                applied.append(Applied(change, "skipped", memory_id, str(exc)))
-                continue
-            applied.append(Applied(change, "edited", new.id, f"replaces {memory_id}"))
-        elif change.action == "forget":
-            memory_id = _target(change)
-            memory = yield from set_forgotten_steps(namespace, memory_id, forgotten=True, now=now)
-            applied.append(Applied(change, "forgotten" if memory else "skipped", memory_id))
-        else:
-            memory_id = _target(change)
-            result = yield from restore_steps(user_id, memory_id, now)
-            applied.append(
-                Applied(
-                    change,
-                    "restored" if result and result.changed else "skipped",
-                    memory_id,
-                    "; ".join(result.actions) if result else "no such memory",
-                )
-            )
-    return applied
+    return [run_held(store, _change_steps(user_id, change, now, policy)) for change in plan.changes]
+
+
+def _change_steps(user_id: str, change: Change, now: str, policy: PolicySettings) -> Steps[Applied]:
+    """One change of a plan, through the write path."""
+    if change.action == "add":
+        procedure = procedure_fields(change.content) if change.category == "skill" else {}
+        candidate = MemoryCandidate(
+            content=change.content, category=change.category, confidence=1.0, **procedure
+        )
+        result = yield from upsert_steps(
+            memory_namespace(user_id),
+            hash_namespace(user_id),
+            candidate,
+            thread_id=None,
+            message_ids=[],
+            now=now,
+            settings=policy,
+        )
+        return Applied(change, result.action, result.memory.id if result.memory else None,
+                       result.reason)
+    memory_id = _target(change)
+    if change.action == "edit":
+        try:
+            new = yield from edit_steps(user_id, memory_id, change.content, change.category, now)
+        except EditError as exc:
+            return Applied(change, "skipped", memory_id, str(exc))
+        return Applied(change, "edited", new.id, f"replaces {memory_id}")
+    if change.action == "forget":
+        namespace = memory_namespace(user_id)
+        memory = yield from set_forgotten_steps(namespace, memory_id, forgotten=True, now=now)
+        return Applied(change, "forgotten" if memory else "skipped", memory_id)
+    result = yield from restore_steps(user_id, memory_id, now)
+    return Applied(
+        change,
+        "restored" if result and result.changed else "skipped",
+        memory_id,
+        "; ".join(result.actions) if result else "no such memory",
+    )
 
 
 def _target(change: Change) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from engram.stores.memory.long_term import LongTermMemory, Memory, MemoryCandidate
 from engram.stores.memory.manage.edit import edit_steps
@@ -14,7 +17,7 @@ from engram.stores.memory.markdown.importer import (
     Change,
     ImportPlan,
     PlanError,
-    import_steps,
+    apply_import,
     plan_import,
 )
 from engram.stores.memory.users import memories_steps
@@ -60,7 +63,7 @@ def plan(store: BaseStore, text: str):
 
 
 def apply(store: BaseStore, text: str, now: datetime = T0 + timedelta(days=1)):
-    return run_steps(store, import_steps(USER, plan(store, text), now=now.isoformat()))
+    return apply_import(store, USER, plan(store, text), now=now.isoformat())
 
 
 def test_the_file_is_readable_and_parses_back_exactly(store):
@@ -110,7 +113,7 @@ def test_export_edit_import_applies_edits_deletions_and_additions(store):
     assert p.counts() == {"edit": 2, "add": 1, "forget": 1, "restore": 1}
     forget = next(c for c in p.changes if c.action == "forget")
     assert forget.memory_id == mem["acme"].id and forget.line is None
-    results = run_steps(store, import_steps(USER, p, now=(T0 + timedelta(days=1)).isoformat()))
+    results = apply_import(store, USER, p, now=(T0 + timedelta(days=1)).isoformat())
     assert [r.outcome for r in results] == [
         {"edit": "edited", "add": "created", "forget": "forgotten", "restore": "restored"}[c.action]
         for c in p.changes
@@ -226,7 +229,7 @@ def test_a_plan_change_without_its_memory_id_is_refused_before_any_write(store):
         ],
     )
     with pytest.raises(PlanError, match="a 'forget' change needs the memory_id"):
-        run_steps(store, import_steps(USER, bad, now=T0.isoformat()))
+        apply_import(store, USER, bad, now=T0.isoformat())
     assert everything(store) == before
 
 
@@ -252,3 +255,36 @@ def test_a_file_exported_before_user_ids_were_quoted_still_names_its_user():
 def test_a_header_edited_into_bad_json_is_refused_with_what_to_do():
     with pytest.raises(MarkdownError, match="not a valid JSON string: restore it"):
         parse_markdown('<!-- engram memory.md | user: "bad\\x" | exported: 2026-05-01 -->\n')
+
+
+class _HeldStore(InMemoryStore):
+    """Holds against other processes as an embedded ChromaStore does, and counts its holds."""
+
+    exclusive_across_processes = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holds, self.held = 0, False
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        assert not self.held, "holds nest"
+        self.held, self.holds = True, self.holds + 1
+        try:
+            yield
+        finally:
+            self.held = False
+
+
+def test_an_import_is_held_one_change_at_a_time() -> None:
+    store = _HeldStore()
+    mem = seed(store)
+    store.holds = 0
+    changes = [
+        Change("add", "fact", "The user keeps two cats"),
+        Change("forget", "fact", mem["acme"].content, mem["acme"].id),
+        Change("restore", "fact", mem["berlin"].content, mem["berlin"].id),
+    ]
+    applied = apply_import(store, USER, ImportPlan(USER, changes), now=T0.isoformat())
+    assert [a.outcome for a in applied] == ["created", "forgotten", "restored"]
+    assert store.holds == len(changes)  # other processes wait for one change, not the file

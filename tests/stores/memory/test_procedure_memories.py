@@ -9,7 +9,7 @@ from langgraph.store.memory import InMemoryStore
 
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.manage.edit import edit_steps
-from engram.stores.memory.markdown.importer import import_steps, plan_import
+from engram.stores.memory.markdown.importer import apply_import, plan_import
 from engram.stores.memory.markdown.learnings import (
     is_learnings,
     parse_learnings,
@@ -154,7 +154,7 @@ def test_learnings_md_round_trips_and_applies_edits() -> None:
     )
     plan = plan_import(parse_learnings(edited), procedures_of(memories), "alice")
     assert sorted(c.action for c in plan.changes) == ["add", "edit", "forget"]
-    run_steps(store, import_steps("alice", plan, now=NOW))
+    apply_import(store, "alice", plan, now=NOW)
 
     current = {m.content.splitlines()[0]: m for m in _procedures(store)}
     assert sorted(current) == [
