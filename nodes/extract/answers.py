@@ -151,7 +151,7 @@ def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:
         >>> answer_candidate("Any name yet?", "not yet. cavan lost again so im in no mood") is None
         True
     """
-    said = _statements(redact(answer).text)
+    said = statements(redact(answer).text)
     if (
         not said
         or is_only_secret(said)
@@ -164,7 +164,7 @@ def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:
         or is_hedged(said)
         or is_report(said)
         or is_pasted(said)
-        or not _says_something(said)
+        or not says_something(said)
     ):
         return None
     content = f"{question} {said}"
@@ -203,15 +203,15 @@ def changed_topic(question: str, answer: str) -> str | None:
     return " ".join(_STILL.sub(" ", question).split())
 
 
-def _statements(text: str) -> str:
-    """What the answer states: its pieces without fillers, questions and requests ("lettuce and
+def statements(text: str) -> str:
+    """What a message states: its pieces without fillers, questions and requests ("lettuce and
     basil. can you make me a schedule?" -> "lettuce and basil")."""
     pieces = [p.text for unit in units(text) for p in unit.pieces if p is not None]
     return strip_lead(" ".join(pieces))
 
 
-def _says_something(answer: str) -> bool:
-    """A detail, or words enough to hold one ("十四了 上初二", "done with valo, its all marvel
+def says_something(answer: str) -> bool:
+    """Whether a statement holds a detail, or words enough to hold one ("十四了 上初二", "done with valo, its all marvel
     rivals now"): five words, or six Chinese characters."""
     if has_detail(answer) or terms(answer):
         return True

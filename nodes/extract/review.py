@@ -15,9 +15,12 @@ does well:
 3. kept candidates take the model's category and keep the user's own words (redacted) and the
    rules' key, so corrections still supersede. The model does not reword: a 1.5B model's
    rewordings that kept every detail still added narration or a second statement, which then
-   matched no question about the memory.
+   matched no question about the memory;
+4. the user's messages the rules found nothing in are offered as updates
+   (`engram.nodes.extract.updates`): written only where the merge decider says one replaces a
+   similar memory, so that a change no rule knows the wording of still retires the old fact.
 
-A window where the rules find nothing costs no model call. The call is bounded like every
+A window where the rules find nothing costs no review call. The call is bounded like every
 memory-model call (`engram.nodes.model.calls`): an output limit, a timeout, one corrective retry;
 then it raises, and `consolidate` stores the rules' own candidates for that window.
 """
@@ -32,6 +35,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, create_model
 
 from engram.nodes.extract.rules import RuleExtractor
+from engram.nodes.extract.updates import update_candidates
 from engram.nodes.model.calls import BoundedCall
 from engram.nodes.prompts import REVIEW_SYSTEM_PROMPT, REVIEW_USER_PROMPT
 from engram.stores.memory.types import Category, MemoryCandidate
@@ -94,8 +98,9 @@ class ReviewExtractor:
             TimeoutError: The call took longer than the timeout.
         """
         proposed = self.rules.extract(messages, context=context)
+        updates = update_candidates(messages, proposed)
         if not proposed:
-            return []
+            return updates
         reviewed, rest = proposed[:MAX_CANDIDATES], proposed[MAX_CANDIDATES:]
         numbered = "\n".join(
             f"{i}. [{c.category}] {c.content}" for i, c in enumerate(reviewed, 1)
@@ -109,7 +114,7 @@ class ReviewExtractor:
             for candidate, review in zip(reviewed, result.reviews, strict=True)  # type: ignore[attr-defined]
             if review.keep
         ]
-        return [*kept, *rest]
+        return [*kept, *rest, *updates]
 
     def _call(self, count: int) -> BoundedCall[Any]:
         """The call for `count` candidates (its schema asks for exactly `count` reviews)."""

@@ -198,6 +198,8 @@ def _propose_steps(
     now = utc_now().isoformat()
     waiting: dict[str, PendingMemory] = {}
     for candidate in candidates:
+        if candidate.update_only:  # not a memory by itself: only the merge decider may write it
+            continue
         redacted = redact(candidate.content)
         content = redacted.text.strip()
         if redacted.only_secret or not content or candidate.effective_importance() < floor:

@@ -152,6 +152,10 @@ class MemoryCandidate(BaseModel):
     change ("saving for the GPU?" from "Still saving for the GPU?" - "scratch the gpu, getting a
     steam deck instead"): the current memory that matches it best is superseded by this one
     (`engram.stores.memory.write.policy`, step 3b)."""
+    update_only: bool = False
+    """Written only as the update of a similar current memory, when the merge decider says it
+    replaces one (step 4b), and then in that memory's category; otherwise dropped. A statement
+    the rules found nothing in, offered to the memory model (`engram.nodes.extract.updates`)."""
 
     @field_validator("content")
     @classmethod

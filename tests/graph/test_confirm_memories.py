@@ -94,7 +94,7 @@ def test_without_confirmation_nothing_waits() -> None:
     assert PendingMemories(store).list("alice") == []
 
 
-def test_proposing_redacts_secrets_skips_repeats_and_keeps_users_apart() -> None:
+def test_proposing_redacts_secrets_skips_repeats_and_updates_and_keeps_users_apart() -> None:
     store = InMemoryStore(index=INDEX)
     queue = PendingMemories(store)
     key = "sk-proj-Y4qw2oF5WJKBQx4BOuPhFAKEw0MZOqSCJNViCRUCIlsmlHwq"
@@ -105,6 +105,9 @@ def test_proposing_redacts_secrets_skips_repeats_and_keeps_users_apart() -> None
         MemoryCandidate(content=IGUANA, category="fact"),
         MemoryCandidate(content=IGUANA, category="fact"),
         MemoryCandidate(content="Likes naps", category="preference", importance=0.1),
+        # a statement only the memory model may write, as the update of a memory
+        MemoryCandidate(content="the iguana moved to the big tank", category="fact",
+                        update_only=True),
     ])
     assert [p.content for p in first] == [
         "Alice deploys the bot to Fly.io, with the OpenAI key [REDACTED]", IGUANA,

@@ -92,7 +92,8 @@ def upsert_steps(
     settings: PolicySettings,
 ) -> AskingSteps[WriteResult]:
     """DESIGN's write policy for one candidate: redact, duplicate, supersede, merge (or ask a
-    merge decider), add."""
+    merge decider), add. An update-only candidate (`MemoryCandidate.update_only`) is written
+    only where the merge decider says it replaces a memory (4b), else dropped."""
     # 1. secrets never reach the store (the rules load on the first write, as in `memory_put`)
     from engram.stores.secrets import redact, redact_data
 
@@ -192,7 +193,9 @@ def upsert_steps(
     # 4. near duplicate in the same category, stating no other number, name or identifier
     #    (`engram.stores.memory.write.specifics`) and short enough together: merge
     flt = {"category": candidate.category, "current": True, "forgotten": False}
-    (similar,) = yield [SearchOp(namespace, flt, limit=settings.merge_pool, query=content)]
+    similar = []
+    if not candidate.update_only:
+        (similar,) = yield [SearchOp(namespace, flt, limit=settings.merge_pool, query=content)]
     for item in similar:
         if item.score is None or item.score < settings.duplicate_threshold:
             continue
@@ -209,7 +212,8 @@ def upsert_steps(
     #     candidate, best first, until it names one
     #     the candidate updates (replace) or details (merge); a change the user states in words no
     #     rule key knows ("we dropped buildium, its turbotenant now") then still retires the old
-    #     memory. Without a usable answer the rule stands (add)
+    #     memory. Without a usable answer the rule stands (add). An update-only candidate takes
+    #     the category of the memory it replaces, and is asked about nothing else
     decision, reason = None, ""
     if settings.decision_floor is not None:
         flt = {"current": True, "forgotten": False}
@@ -220,24 +224,32 @@ def upsert_steps(
             problem = _answer_problem(answer, question)
             if problem is None and answer.action == "replace":
                 key = candidate.key or existing.key  # the replacement takes over the old one's key
-                new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
+                category = existing.category if candidate.update_only else candidate.category
+                new = Memory.new(content, category, importance, now=now, id=new_id,
                                  supersedes=[existing.id], **{**new_fields, "key": key})
                 result = yield from _supersede(
                     namespace, hash_namespace, [existing], new, digest, now,
                     reason="the merge decider: it replaces a similar memory",
                 )
                 return replace(result, decision="replace")
+            if candidate.update_only and isinstance(answer, MergeDecision):
+                decision, reason = "keep_both", "the merge decider found no memory it updates"
+                continue
             if problem is None and answer.action == "merge":
                 result = yield from _merge_into(namespace, hash_namespace, existing, content,
                                                 digest, importance, candidate, sources, structured,
                                                 now, merged_text=_merged_text(answer))
                 return replace(result, decision="merge", reason="the merge decider merged them")
             if problem is not None:  # a model that failed once is not asked again for this one
-                decision, reason = "failed", f"{problem}: kept both"
+                kept = "not written" if candidate.update_only else "kept both"
+                decision, reason = "failed", f"{problem}: {kept}"
                 break
             decision, reason = "keep_both", "the merge decider kept both"
 
     # 5. add
+    if candidate.update_only:
+        return WriteResult("dropped", reason=reason or "an update of no similar memory",
+                           decision=decision)
     new = Memory.new(content, candidate.category, importance, now=now, id=new_id, **new_fields)
     yield [memory_put(namespace, new), hash_put(hash_namespace, digest, new.id)]
     return WriteResult("created", new, reason=reason, decision=decision)

@@ -211,6 +211,52 @@ async def test_a_model_that_failed_is_not_asked_about_the_next_memory(store):
     assert current(ltm) == sorted([FEES, BUILDIUM, TURBOTENANT])
 
 
+# -- a statement offered only as an update (engram.nodes.extract.updates) -------------------------
+
+def update(text: str) -> MemoryCandidate:
+    return MemoryCandidate(content=text, category="fact", update_only=True)
+
+
+async def test_an_update_only_statement_replaces_the_memory_it_updates_in_its_category(store):
+    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    [old] = await ltm.aupsert(USER, [MemoryCandidate(content=OLD_DB, category="project")])
+    [new] = await ltm.aupsert(USER, [update(NEW_DB)])
+    assert (new.action, new.decision) == ("superseded", "replace")
+    assert (new.memory.category, new.memory.supersedes) == ("project", [old.memory.id])
+    assert current(ltm) == [NEW_DB] and len(model.structured_calls) == 1
+
+
+@pytest.mark.parametrize("answer", [
+    {"relation": "different_thing", "merged": ""},
+    {"relation": "more_detail", "merged": f"{OLD_DB}; moved to PostgreSQL 16"},
+])
+async def test_an_update_only_statement_that_updates_nothing_is_not_written(store, answer):
+    ltm, model = deciding(store, answer)
+    await ltm.aupsert(USER, [fact(OLD_DB)])
+    [new] = await ltm.aupsert(USER, [update(NEW_DB)])
+    assert (new.action, new.memory, new.decision) == ("dropped", None, "keep_both")
+    assert current(ltm) == [OLD_DB] and len(model.structured_calls) == 1
+
+
+async def test_an_update_only_statement_near_no_memory_is_not_written_nor_asked_about(store):
+    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    await ltm.aupsert(USER, [fact(OLD_DB)])
+    [new] = await ltm.aupsert(USER, [update("the coffee machine died again lol")])
+    assert (new.action, new.decision) == ("dropped", None) and model.structured_calls == []
+    assert current(ltm) == [OLD_DB]
+
+
+async def test_an_update_only_statement_is_not_written_without_a_model_or_when_it_fails(store):
+    await LongTermMemory(store).aupsert(USER, [fact(OLD_DB)])
+    [offline] = await LongTermMemory(store).aupsert(USER, [update(NEW_DB)])
+    assert (offline.action, offline.decision) == ("dropped", None)
+    ltm, _ = deciding(store, ConnectionError("model server down"))
+    [failed] = await ltm.aupsert(USER, [update(NEW_DB)])
+    assert (failed.action, failed.decision) == ("dropped", "failed")
+    assert "model server down" in failed.reason and "not written" in failed.reason
+    assert current(ltm) == [OLD_DB]
+
+
 # -- failures and rejected answers ----------------------------------------------------------------
 
 async def test_a_model_failure_keeps_the_threshold_rule_and_says_why(store):

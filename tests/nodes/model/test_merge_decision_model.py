@@ -69,3 +69,17 @@ async def test_an_update_gets_a_well_formed_decision_and_the_store_follows_it(lt
     else:
         [merged] = stored
         assert "15" in merged and "16" in merged
+
+
+async def test_a_statement_offered_only_as_an_update_is_never_added_on_its_own(ltm_factory):
+    ltm = ltm_factory()
+    await ltm.aupsert(USER, [fact("The user has a dog named Rex")])
+    said = "our dog rex loved the beach today, he chased waves for an hour"  # 0.49 similar
+    [new] = await ltm.aupsert(USER, [MemoryCandidate(content=said, category="fact",
+                                                     update_only=True)])
+    assert new.decision in ("replace", "keep_both"), new.reason  # asked, and never "failed"
+    stored = {m.content for m in ltm.list(USER)}
+    if new.decision == "replace":
+        assert new.action == "superseded" and stored == {said}
+    else:
+        assert new.action == "dropped" and stored == {"The user has a dog named Rex"}
