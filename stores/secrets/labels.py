@@ -107,7 +107,8 @@ _LABELS: tuple[_Label, ...] = (
            ("pass", "pw"), _PASSWORD_LIKE),
     _Label("password", _ZH_PASSWORD, ("密码", "口令"), _PASSWORD_LIKE, space=r"\s*"),
     _Label("api_token",
-           r"(?i:\b(?:secret[_\s]?key|client[_\s]?secret|api[_\s\-]?key|apikey|access[_\s]?(?:token|key)"
+           r"(?i:\b(?:secret[_\s]?key|(?:client|app)[_\s]?secret|api[_\s\-]?key|apikey|app[_\s]?key"
+           r"|access[_\s]?(?:token|key)"
            r"|auth[_\s]?token|token|private[_\s]?key|(?:aws_)?secret_?access_?key|account_?key"
            r"|shared_?access_?key|signing_?key|encryption_?key|master_?key))",
            ("secret", "api", "key", "access", "auth", "token"), _TOKEN_LIKE),
