@@ -4,6 +4,10 @@ A token of 32 or more letters, digits and `+/_-` counts as a secret when it mixe
 lower case and digits, its characters are as varied as a random string's of that length
 (Shannon entropy), and it is not mostly words (`GettingStartedWithLangGraph2024Edition`) or a
 path. Git SHAs, UUIDs and hashes are lower-case hex and never match.
+
+A provider's prefixed token (`cio_8fKq2LmZr0TxW9vB4nYsQd3`: a short lower-case prefix, `_` or `-`,
+then the random part) is shorter; it counts from `MIN_PREFIXED_TAIL` characters after its prefix,
+by the same tests on that part.
 """
 
 from __future__ import annotations
@@ -14,6 +18,10 @@ from collections import Counter
 
 MIN_LENGTH = 32
 _TOKEN = re.compile(rf"(?<![\w+/\-.])[A-Za-z0-9+/_\-]{{{MIN_LENGTH},}}={{0,2}}(?![\w+/\-=])")
+MIN_PREFIXED_TAIL = 20
+_PREFIXED = re.compile(
+    rf"(?<![\w+/\-.])[a-z]{{2,6}}[_-](?P<tail>[A-Za-z0-9]{{{MIN_PREFIXED_TAIL},}})(?![\w+/\-=])"
+)
 _WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _MAX_WORDINESS = 0.6
 """Above this share of characters in words, a token is an identifier, not a secret (random
@@ -32,23 +40,28 @@ def redact_random_tokens(text: str, replacement: str) -> tuple[str, int]:
         ('secret half: #.', 1)
         >>> redact_random_tokens("see GettingStartedWithLangGraph2024Edition", "#")[1]
         0
+        >>> redact_random_tokens("pasted it: cio_8fKq2LmZr0TxW9vB4nYsQd3 ok", "#")
+        ('pasted it: # ok', 1)
     """
     count = 0
 
     def replace(match: re.Match[str]) -> str:
         nonlocal count
-        if not is_random_token(match.group(0)):
+        prefixed = match.re is _PREFIXED
+        token = match.group("tail") if prefixed else match.group(0)
+        if not is_random_token(token, MIN_PREFIXED_TAIL if prefixed else MIN_LENGTH):
             return match.group(0)
         count += 1
         return replacement
 
-    return _TOKEN.sub(replace, text), count
+    text = _TOKEN.sub(replace, text)
+    return _PREFIXED.sub(replace, text), count
 
 
-def is_random_token(token: str) -> bool:
+def is_random_token(token: str, min_length: int = MIN_LENGTH) -> bool:
     """Whether `token` looks like a generated secret (see the module docstring)."""
     token = token.rstrip("=")
-    if len(token) < MIN_LENGTH or token.count("/") > _MAX_SLASHES:
+    if len(token) < min_length or token.count("/") > _MAX_SLASHES:
         return False
     if not (re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"\d", token)):
         return False
