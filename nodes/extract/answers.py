@@ -153,18 +153,11 @@ def answer_candidate(question: str, answer: str) -> MemoryCandidate | None:
     """
     said = statements(redact(answer).text)
     if (
-        not said
-        or is_only_secret(said)
+        not is_statement(said)
         or _BARE_NO.match(said)
         or _UNDECIDED.search(said)
-        or is_question(said)
-        or is_chitchat(said)
         or is_ephemeral(said)
-        or is_hypothetical(said)
-        or is_hedged(said)
         or is_report(said)
-        or is_pasted(said)
-        or not says_something(said)
     ):
         return None
     content = f"{question} {said}"
@@ -210,9 +203,25 @@ def statements(text: str) -> str:
     return strip_lead(" ".join(pieces))
 
 
+def is_statement(said: str) -> bool:
+    """Whether `said` (what a message states, `statements`) says something: it is not empty, only
+    a secret, a question, small talk, a supposition, a hedge or pasted code, and it holds a
+    detail or words enough for one (`says_something`)."""
+    return not (
+        not said
+        or is_only_secret(said)
+        or is_question(said)
+        or is_chitchat(said)
+        or is_hypothetical(said)
+        or is_hedged(said)
+        or is_pasted(said)
+        or not says_something(said)
+    )
+
+
 def says_something(answer: str) -> bool:
-    """Whether a statement holds a detail, or words enough to hold one ("十四了 上初二", "done with valo, its all marvel
-    rivals now"): five words, or six Chinese characters."""
+    """Whether a statement holds a detail, or words enough to hold one ("十四了 上初二",
+    "done with valo, its all marvel rivals now"): five words, or six Chinese characters."""
     if has_detail(answer) or terms(answer):
         return True
     return len(_HAN.findall(answer)) >= 6 or len(_WORD.findall(answer)) >= 5

@@ -270,14 +270,15 @@ class WritingExtractor:
 
     Args:
         model: The memory model; it must support `with_structured_output`.
-        rules: The rule extractor whose candidates are added (default: `RuleExtractor()`).
+        rules: The rule extractor whose candidates are added (default:
+            `RuleExtractor(follow_changes=False)`: the merge decision judges changes).
     """
 
     mode: ExtractionMode = "llm"
 
     def __init__(self, model: BaseChatModel, *, rules: RuleExtractor | None = None) -> None:
         self.model = LLMExtractor(model)
-        self.rules = rules if rules is not None else RuleExtractor()
+        self.rules = rules if rules is not None else RuleExtractor(follow_changes=False)
 
     async def aextract(
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()

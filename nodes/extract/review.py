@@ -72,7 +72,8 @@ class ReviewExtractor:
 
     Args:
         model: The memory model; it must support `with_structured_output`.
-        rules: The proposing extractor (default: `RuleExtractor()`).
+        rules: The proposing extractor (default: `RuleExtractor(follow_changes=False)`: the merge
+            decision judges changes).
         timeout: Seconds per call (default: `call_timeout(model)`).
     """
 
@@ -84,7 +85,7 @@ class ReviewExtractor:
         timeout: float | None = None,
     ) -> None:
         self.model = model
-        self.rules = rules if rules is not None else RuleExtractor()
+        self.rules = rules if rules is not None else RuleExtractor(follow_changes=False)
         self.timeout = timeout
         self._calls: dict[int, BoundedCall[Any]] = {}
 

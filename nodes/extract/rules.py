@@ -18,15 +18,20 @@ durable, so names, versions, numbers and paths survive:
    list item is one memory, and a goal when the user announced a list of goals ("my goals for
    this year", "几个目标") earlier in the window or its context;
 5. a memory from a weak rule needs a detail; a statement about a single-valued attribute gets a
-   supersede key (`keys`).
+   supersede key (`keys`);
+6. a statement that names what it changes ("we're ditching Docker Hub") replaces the memory it
+   names (`retired`, `MemoryCandidate.replaces`), also from a message the rules kept nothing
+   else of (an update-only candidate: written only where it retires a memory).
 
 Limits (what an LLM extractor does better): no pronoun resolution or paraphrase (the memory is the
 user's words); a fact split over several messages ("they put me on Harbor" ... "kotlin 1.9,
 java 21"), a fact only the assistant stated and the user confirmed ("that was it"), and
 statements implied rather than said are missed; sarcasm is taken literally; only attributes
 known to `keys` get keys, so other changes do not supersede (the merge step may still
-catch near-identical restatements); a long technical chat yields observations that were true only
-for a moment ("the heap is at 400MB") when they read like configuration.
+catch near-identical restatements), except where a statement names what it changes
+(`retired`: "scratch the ingress-nginx idea" retires the memory about ingress-nginx); a long
+technical chat yields observations that were true only for a moment ("the heap is at 400MB")
+when they read like configuration.
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ from engram.nodes.extract.filters import (
 )
 from engram.nodes.extract.keys import key_for, key_in, terms, value_after
 from engram.nodes.extract.patterns import Rule, first_match, rx
+from engram.nodes.extract.retired import retired
 from engram.nodes.extract.text import Piece, Unit, details, has_cjk, has_detail, units
+from engram.nodes.extract.updates import update_candidates
 from engram.nodes.extract.zh import RULES as ZH_RULES
 from engram.nodes.text.tokens import message_content
 from engram.stores.memory.content import content_problem
@@ -101,6 +108,15 @@ class RuleExtractor:
 
     mode = "offline"
 
+    def __init__(self, *, follow_changes: bool = True) -> None:
+        """Args:
+            follow_changes: A statement that names what it changes ("scratch the ingress-nginx
+                idea") replaces the memory it names (`engram.nodes.extract.retired`), also when
+                the rules kept nothing else of its message (an update-only candidate). Off
+                under a memory model, whose merge decision judges changes.
+        """
+        self.follow_changes = follow_changes
+
     async def aextract(
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
     ) -> list[MemoryCandidate]:
@@ -121,16 +137,25 @@ class RuleExtractor:
             text = message_content(message)
             goal_list = any(_GOAL_LIST.search(t) for t in earlier[-_TOPIC_WINDOW:])
             candidates = message_candidates(text, goal_list=goal_list)
+            if self.follow_changes:
+                for candidate in candidates:
+                    candidate.replaces = retired(candidate.content)
             if not candidates and question is not None:
                 candidates = [c for c in [answer_candidate(question, text)] if c is not None]
             replaces = changed_topic(question, text) if question is not None else None
             for candidate in candidates:
                 candidate.message_ids = [message.id] if message.id else None
-                candidate.replaces = replaces
+                candidate.replaces = replaces or candidate.replaces
                 found.setdefault(candidate.content.casefold(), candidate)
             earlier.append(text)
             question = None
-        return list(found.values())
+        proposed = list(found.values())
+        if not self.follow_changes:
+            return proposed
+        updates = update_candidates(messages, proposed)
+        for update in updates:
+            update.replaces = retired(update.content)
+        return [*proposed, *(u for u in updates if u.replaces is not None)]
 
 
 def _question_in(message: BaseMessage) -> str | None:

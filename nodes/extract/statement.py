@@ -2,13 +2,16 @@
 
 The offline rules guess its category (and a key for a single-valued attribute), also for a
 third-person statement ("Alice prefers dark mode" reads as "I prefer dark mode"); what no rule
-recognises is a `fact`. `engram memory add` and the agent's `remember` tool read statements so.
+recognises is a `fact`. A statement that names what it changes ("we no longer use Jira, tickets
+are in Linear") retires the memory it names, as in a conversation (`retired`). `engram memory
+add` and the agent's `remember` tool read statements so.
 """
 
 from __future__ import annotations
 
 import re
 
+from engram.nodes.extract.retired import retired
 from engram.nodes.extract.rules import classify
 from engram.stores.memory.types import Category, MemoryCandidate
 
@@ -44,6 +47,7 @@ def statement_candidate(
         confidence=1.0,
         key=key or (guess.key if same else None),
         structured_data=guess.structured_data if same and not key else None,
+        replaces=retired(text),
     )
 
 

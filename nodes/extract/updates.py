@@ -1,4 +1,4 @@
-"""Statements the rules kept nothing from, offered to the memory model as updates.
+"""Statements the rules kept nothing from, offered as updates of the memories they change.
 
 The rules miss most ways of saying that something changed ("DriveTest cancelled the sept 12 test,
 earliest they had was oct 3 at Port Union"; "土豆复查 ... 换成希尔斯c/d了"), and a model that only
@@ -8,9 +8,11 @@ memory model, each user message the rules found nothing in becomes an update-onl
 memories most similar to it (`engram.stores.memory.write.policy`, step 4b), and the statement
 supersedes the one the model says it updates; otherwise it is dropped. It is never added as a
 memory of its own, so a model that writes no memories adds no chit-chat this way either.
+Offline, the rule extractor offers those of them that name what they change
+(`engram.nodes.extract.retired`), and step 3b retires the memory named.
 
-A statement is offered when it says something (`says_something`) and is not a question, small
-talk, a paste, a hypothesis or a hedge ("maybe we'll move to Leeds" changes nothing yet).
+A statement is offered when it says something (`is_statement`): not a question, small talk, a
+paste, a hypothesis or a hedge ("maybe we'll move to Leeds" changes nothing yet).
 """
 
 from __future__ import annotations
@@ -19,18 +21,11 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from engram.nodes.extract.answers import says_something, statements
-from engram.nodes.extract.filters import (
-    is_chitchat,
-    is_hedged,
-    is_hypothetical,
-    is_pasted,
-    is_question,
-)
+from engram.nodes.extract.answers import is_statement, statements
 from engram.nodes.text.tokens import message_content
 from engram.stores.memory.content import content_problem
 from engram.stores.memory.types import MemoryCandidate
-from engram.stores.secrets import is_only_secret, redact
+from engram.stores.secrets import redact
 
 UPDATE_CONFIDENCE = 0.85
 """Confidence of a statement the memory model found to update a memory (as a reviewed one's)."""
@@ -65,14 +60,4 @@ def update_candidates(
 
 
 def _offered(said: str) -> bool:
-    return not (
-        not said
-        or content_problem(said) is not None
-        or is_only_secret(said)
-        or is_question(said)
-        or is_chitchat(said)
-        or is_pasted(said)
-        or is_hypothetical(said)
-        or is_hedged(said)
-        or not says_something(said)
-    )
+    return is_statement(said) and content_problem(said) is None

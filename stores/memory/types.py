@@ -148,14 +148,17 @@ class MemoryCandidate(BaseModel):
     message_ids: list[str] | None = None
     """The messages this came from; None uses the ids given to `upsert`."""
     replaces: str | None = None
-    """What this changes, as the assistant's question named it when the user answered it with a
+    """What this changes: as the assistant's question named it when the user answered it with a
     change ("saving for the GPU?" from "Still saving for the GPU?" - "scratch the gpu, getting a
-    steam deck instead"): the current memory that matches it best is superseded by this one
-    (`engram.stores.memory.write.policy`, step 3b)."""
+    steam deck instead"), or the clause of the statement that names it ("the ingress-nginx idea"
+    from "scratch the ingress-nginx idea", `engram.nodes.extract.retired`): the current memory
+    that matches it best is superseded by this one (`engram.stores.memory.write.policy`, step
+    3b)."""
     update_only: bool = False
-    """Written only as the update of a similar current memory, when the merge decider says it
-    replaces one (step 4b), and then in that memory's category; otherwise dropped. A statement
-    the rules found nothing in, offered to the memory model (`engram.nodes.extract.updates`)."""
+    """Written only as the update of a similar current memory: the one its `replaces` names
+    (step 3b), or the one the merge decider says it replaces (step 4b); it then takes that
+    memory's category, and is otherwise dropped. A statement the rules found nothing else in
+    (`engram.nodes.extract.updates`)."""
 
     @field_validator("content")
     @classmethod

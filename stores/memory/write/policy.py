@@ -93,7 +93,8 @@ def upsert_steps(
 ) -> AskingSteps[WriteResult]:
     """DESIGN's write policy for one candidate: redact, duplicate, supersede, merge (or ask a
     merge decider), add. An update-only candidate (`MemoryCandidate.update_only`) is written
-    only where the merge decider says it replaces a memory (4b), else dropped."""
+    only where it retires the memory its `replaces` names (3b) or the merge decider says it
+    replaces one (4b), else dropped."""
     # 1. secrets never reach the store (the rules load on the first write, as in `memory_put`)
     from engram.stores.secrets import redact, redact_data
 
@@ -177,18 +178,20 @@ def upsert_steps(
         yield [memory_put(namespace, new), hash_put(hash_namespace, digest, new.id)]
         return WriteResult("created", new, reason="a new procedure")
 
-    # 3b. an answer that changes what the assistant asked about ("Still saving for the GPU?" -
-    #     "scratch the gpu, ..."): the memory the question is about ("saving for the GPU?") is
-    #     superseded
+    # 3b. a statement of what changed: an answer that changes what the assistant asked about
+    #     ("Still saving for the GPU?" - "scratch the gpu, ..."), or a clause that names what it
+    #     retires ("we're ditching Docker Hub"): the memory it names is superseded; an update-only
+    #     candidate takes that memory's category
     if candidate.replaces:
         flt = {"current": True, "forgotten": False}
-        (asked_about,) = yield [SearchOp(namespace, flt, limit=3, query=candidate.replaces)]
-        old = _asked_about(asked_about, candidate.replaces, settings.replace_floor)
+        (named,) = yield [SearchOp(namespace, flt, limit=3, query=candidate.replaces)]
+        old = _named(named, candidate.replaces, settings.replace_floor, sources)
         if old is not None:
-            new = Memory.new(content, candidate.category, importance, now=now, id=new_id,
+            category = old.category if candidate.update_only else candidate.category
+            new = Memory.new(content, category, importance, now=now, id=new_id,
                              supersedes=[old.id], **{**new_fields, "key": candidate.key or old.key})
             return (yield from _supersede(namespace, hash_namespace, [old], new, digest, now,
-                                          reason="the user changed what the assistant asked about"))
+                                          reason="the user said it changed"))
 
     # 4. near duplicate in the same category, stating no other number, name or identifier
     #    (`engram.stores.memory.write.specifics`) and short enough together: merge
@@ -212,8 +215,9 @@ def upsert_steps(
     #     candidate, best first, until it names one
     #     the candidate updates (replace) or details (merge); a change the user states in words no
     #     rule key knows ("we dropped buildium, its turbotenant now") then still retires the old
-    #     memory. Without a usable answer the rule stands (add). An update-only candidate takes
-    #     the category of the memory it replaces, and is asked about nothing else
+    #     memory. Without a usable answer the rule stands (add). An update-only candidate (which
+    #     skipped step 4's rule merge) takes the category of the memory it replaces, and is
+    #     dropped when the decider names none
     decision, reason = None, ""
     if settings.decision_floor is not None:
         flt = {"current": True, "forgotten": False}
@@ -382,15 +386,16 @@ def _supersede(
     return WriteResult("superseded", new, tuple(replaced), reason=reason)
 
 
-def _asked_about(found: list[Any], topic: str, floor: float) -> Memory | None:
-    """The memory a change answers a question about: the most similar of `found`, at least
-    `floor` similar and sharing a term with the question's `topic` (the lexical index's terms:
-    stemmed words, Chinese bigrams), so that an embedding's vague likeness never retires a
-    memory alone."""
+def _named(found: list[Any], topic: str, floor: float, sources: list[str]) -> Memory | None:
+    """The memory a change names: the most similar of `found`, at least `floor` similar to what
+    the change names (`topic`) and sharing a term with it (the lexical index's terms: stemmed
+    words, Chinese bigrams), so that an embedding's vague likeness never retires a memory alone;
+    never one taken from the same messages (another statement of the same message)."""
     terms = set(_tokenizer()(topic))
     for item in found:
         similar = item.score is not None and item.score >= floor
-        if similar and terms & set(_tokenizer()(item.value["content"])):
+        sibling = set(sources) & set(item.value.get("source_message_ids") or ())
+        if similar and not sibling and terms & set(_tokenizer()(item.value["content"])):
             return Memory.from_item(item)
     return None
 

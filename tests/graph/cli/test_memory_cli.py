@@ -511,6 +511,16 @@ def test_a_flat_does_not_replace_the_city_the_user_lives_in(data):
     assert city["id"] in [m["id"] for m in found]
 
 
+
+def test_an_added_change_retires_the_memory_it_names_and_no_other(data):
+    jira = add("Our team tracks tickets in Jira")
+    editor = add("I write code in Neovim")
+    result = cli("add", "--user", "alice", "we no longer use Jira, tickets are in Linear", "--json")
+    assert result["action"] == "superseded"
+    assert result["superseded"] == [jira["id"]]
+    current = {m["id"] for m in cli("list", "--user", "alice", "--json")}
+    assert current == {editor["id"], result["memory"]["id"]}
+
 EVERY_COMMAND = [
     ("list",),
     ("search", "tea"),

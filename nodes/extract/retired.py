@@ -1,0 +1,65 @@
+"""What a statement says is gone: the clause naming the thing a change retires.
+
+Offline, only keyed attributes (`keys`) supersede, and most changes people state have no key:
+"we're ditching Docker Hub, ... everything moves to ECR now", "scratch the ingress-nginx idea",
+"Dr. Asante changed his levodopa to 4 times a day", "潜店就换成仙本那的一家". Each names what it
+changes, next to a word that says it changed. `retired` returns that clause without the change
+word ("we're Docker Hub", "the ingress-nginx idea", "潜店就 仙本那的一家"); the rule extractor
+sets it as the candidate's `replaces`, and the write policy supersedes the current memory most
+similar to it, when that memory is similar enough and shares a term with it (step 3b, as for an
+answer that changes what the assistant asked about). A statement that names nothing it changes
+retires nothing.
+
+The change words are those the rules already read as a change (`keys`, `answers`, the dislikes
+of `en`): no new phrasing. A clause needs two terms of its own besides the change word: "英国不去了"
+names too little to tell the trip from an English teacher.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from engram.stores.lexical.index import Tokenizer
+
+_CHANGE = re.compile(
+    r"\b(?:no longer|not any ?more|anymore|no more|instead|scratch|ditch(?:ed|ing)?|dropp(?:ed|ing)"
+    r"|stopped(?: using)?|gave up(?: on)?|done with|quit)\b"
+    r"|\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|upgrad(?:ed|ing)"
+    r"|convert(?:ed|ing)?)\b(?=.{0,60}?\bto\b)|\b(?:switched|moved|migrated) (?:away )?from\b"
+    r"|换成|改成|改用|迁到|迁移到|切到|切换到|升级到|换到|换了|改了|不再|不(?:搞|做|干|用|去|考|住|开)了|早就?不",
+    re.IGNORECASE,
+)
+"""A word that says something changed or ended ("ditching", "switched ... to", "换成")."""
+_CLAUSE = re.compile(r"[,.;!?，。；！？\n]+|(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])")
+"""Where a clause ends: punctuation, and a space next to Chinese (typed instead of a comma)."""
+MIN_TERMS = 2
+"""Terms a clause must name besides its change word (the lexical index's: stemmed words, Chinese
+bigrams)."""
+
+
+def retired(text: str) -> str | None:
+    """The first clause of `text` that says something changed, without its change word, when it
+    names enough to find what changed; else None.
+
+    Example:
+        >>> retired("ALSO we're ditching Docker Hub, everything moves to ECR")
+        "ALSO we're Docker Hub"
+        >>> retired("还有猫砂也换了 膨润土灰太大 现在用豆腐砂了")
+        '还有猫砂也'
+        >>> retired("I use Docker Hub for images"), retired("英国不去了")
+        (None, None)
+    """
+    for clause in _CLAUSE.split(text):
+        found = _CHANGE.search(clause)
+        if found is None:
+            continue
+        topic = " ".join(f"{clause[:found.start()]} {clause[found.end():]}".split())
+        if len(_tokenizer()(topic)) >= MIN_TERMS:
+            return topic
+    return None
+
+
+@cache
+def _tokenizer() -> Tokenizer:
+    return Tokenizer()
