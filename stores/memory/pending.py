@@ -217,7 +217,7 @@ def _propose_steps(
             confidence=candidate.confidence,
             key=candidate.key,
             structured_data=redact_data(candidate.structured_data),
-            replaces=candidate.replaces,
+            replaces=redact(candidate.replaces).text if candidate.replaces else None,
             source_thread_id=thread_id,
             source_message_ids=list(candidate.message_ids or message_ids),
             created_at=now,

@@ -101,7 +101,7 @@ def test_proposing_redacts_secrets_skips_repeats_and_updates_and_keeps_users_apa
     first = queue.propose("alice", [
         MemoryCandidate(content=f"My OpenAI key is {key}", category="project"),  # only a secret
         MemoryCandidate(content=f"Alice deploys the bot to Fly.io, with the OpenAI key {key}",
-                        category="project"),
+                        category="project", replaces=f"the bot on Heroku with key {key}"),
         MemoryCandidate(content=IGUANA, category="fact"),
         MemoryCandidate(content=IGUANA, category="fact"),
         MemoryCandidate(content="Likes naps", category="preference", importance=0.1),
