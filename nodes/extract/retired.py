@@ -11,8 +11,11 @@ answer that changes what the assistant asked about). A statement that names noth
 retires nothing.
 
 The change words are those the rules already read as a change (`keys`, `answers`, the dislikes
-of `en`): no new phrasing. A clause needs two terms of its own besides the change word: "英国不去了"
-names too little to tell the trip from an English teacher.
+of `en`): no new phrasing. A sentence that asks or supposes ("should we drop Jira?", "要是把卡罗拉
+换成比亚迪..."), and a clause about someone else ("my colleague switched to Zed") or about this
+moment only ("soup instead of a sandwich today") retire nothing. A clause must name two terms
+besides its change word, or one name ("we dropped Jira"): "英国不去了" names too little to tell
+the trip from an English teacher.
 """
 
 from __future__ import annotations
@@ -20,44 +23,64 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from engram.nodes.extract.filters import (
+    about_someone_else,
+    is_ephemeral,
+    is_hypothetical,
+    is_question,
+)
 from engram.stores.lexical.index import Tokenizer
+from engram.stores.memory.write.specifics import specifics
 
 _CHANGE = re.compile(
-    r"\b(?:no longer|not any ?more|anymore|no more|instead|scratch|ditch(?:ed|ing)?|dropp(?:ed|ing)"
-    r"|stopped(?: using)?|gave up(?: on)?|done with|quit)\b"
+    r"\b(?:no longer|not any ?more|anymore|no more(?! than)|instead|scratch|ditch(?:ed|ing)?"
+    r"|dropp(?:ed|ing)|stopped(?: using)?|gave up(?: on)?|done with|quit)\b"
     r"|\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|upgrad(?:ed|ing)"
     r"|convert(?:ed|ing)?)\b(?=.{0,60}?\bto\b)|\b(?:switched|moved|migrated) (?:away )?from\b"
-    r"|换成|改成|改用|迁到|迁移到|切到|切换到|升级到|换到|换了|改了|不再|不(?:搞|做|干|用|去|考|住|开)了|早就?不",
+    r"|换成|改成|改用|迁到|迁移到|切到|切换到|升级到|换到|换了|改了|不再|早就?不"
+    r"|不(?:搞|做|干|用|去|考|住|开)(?P<object>[^，。；！？,.;!?]{0,12}?)了",
     re.IGNORECASE,
 )
-"""A word that says something changed or ended ("ditching", "switched ... to", "换成")."""
+"""A word that says something changed or ended ("ditching", "switched ... to", "换成"); in "不用
+Slack了" the words around what it names (`object`)."""
+_SENTENCE = re.compile(r"(?<=[.!?。！？\n])")
 _CLAUSE = re.compile(r"[,.;!?，。；！？\n]+|(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])")
 """Where a clause ends: punctuation, and a space next to Chinese (typed instead of a comma)."""
 MIN_TERMS = 2
 """Terms a clause must name besides its change word (the lexical index's: stemmed words, Chinese
-bigrams)."""
+bigrams), unless one of them is a name, number or identifier."""
 
 
 def retired(text: str) -> str | None:
     """The first clause of `text` that says something changed, without its change word, when it
-    names enough to find what changed; else None.
+    names enough to find what changed; else None (see the module docstring).
 
     Example:
         >>> retired("ALSO we're ditching Docker Hub, everything moves to ECR")
         "ALSO we're Docker Hub"
         >>> retired("还有猫砂也换了 膨润土灰太大 现在用豆腐砂了")
         '还有猫砂也'
-        >>> retired("I use Docker Hub for images"), retired("英国不去了")
+        >>> retired("I use Docker Hub for images"), retired("should we drop Jira?")
         (None, None)
     """
-    for clause in _CLAUSE.split(text):
-        found = _CHANGE.search(clause)
-        if found is None:
+    for sentence in _SENTENCE.split(text):
+        if is_question(sentence) or is_hypothetical(sentence):
             continue
-        topic = " ".join(f"{clause[:found.start()]} {clause[found.end():]}".split())
-        if len(_tokenizer()(topic)) >= MIN_TERMS:
-            return topic
+        for clause in _CLAUSE.split(sentence):
+            found = _CHANGE.search(clause)
+            if found is None or _passing(clause):
+                continue
+            named = found.group("object") or ""
+            topic = " ".join(f"{clause[:found.start()]} {named} {clause[found.end():]}".split())
+            if len(_tokenizer()(topic)) >= MIN_TERMS or specifics(topic):
+                return topic
     return None
+
+
+def _passing(clause: str) -> bool:
+    """A clause that changes nothing of the user's: a supposition, someone else's change, a
+    change of this moment only."""
+    return is_hypothetical(clause) or about_someone_else(clause) or is_ephemeral(clause)
 
 
 @cache

@@ -520,6 +520,10 @@ def test_an_added_change_retires_the_memory_it_names_and_no_other(data):
     assert result["superseded"] == [jira["id"]]
     current = {m["id"] for m in cli("list", "--user", "alice", "--json")}
     assert current == {editor["id"], result["memory"]["id"]}
+    for kept in ("what if I switched from Neovim to Zed, would it be faster?",
+                 "my colleague switched from Neovim to Zed"):
+        assert cli("add", "--user", "alice", kept, "--json")["superseded"] == []
+    assert editor["id"] in {m["id"] for m in cli("list", "--user", "alice", "--json")}
 
 EVERY_COMMAND = [
     ("list",),

@@ -39,6 +39,9 @@ SCRATCHED = SCRATCH.removeprefix("change of plans. ")
         ("还有猫砂也换了 膨润土灰太大 现在用豆腐砂了", "还有猫砂也"),
         ("医生给换成缓释片了", "医生给 缓释片了"),
         ("we don't use jira anymore, tickets live in linear", "we don't use jira"),
+        ("we dropped Jira, tickets live in Linear now", "we Jira"),  # one name is enough
+        ("不用Slack了 改用飞书", "Slack"),
+        ("情况有变！女朋友公司把她调回杭州总部了 所以不去上海了 就在杭州找", "所以 上海"),
     ],
 )
 def test_the_clause_that_says_something_changed_is_what_it_names(text, named):
@@ -56,6 +59,18 @@ def test_the_clause_that_says_something_changed_is_what_it_names(text, named):
         "I moved",  # a change with nothing it names
         "thanks, that fixed it!",
         "we run the tests on every push to main",
+        # a question or a supposition changes nothing yet
+        "if we switched Jenkins to GitHub Actions, would builds get faster?",
+        "should we stop using Docker Hub?",
+        "后端数据库要不要换成PostgreSQL？",
+        "要是把丰田卡罗拉换成比亚迪汉，会不会省油？",
+        # someone else's change, or one of this moment only
+        "my colleague Tom switched from VS Code to Zed",
+        "my friend's company doesn't use Jenkins anymore",
+        "I had soup instead of a sandwich for lunch today",
+        # a limit is not a change
+        "my doctor says no more than 3 cups of coffee a day is fine",
+        "we dropped jira",  # one lower-case word: too little to tell what changed
     ],
 )
 def test_a_statement_that_names_no_change_retires_nothing(text):
