@@ -34,7 +34,7 @@ from engram.stores.memory.write.specifics import specifics
 
 _CHANGE = re.compile(
     r"\b(?:no longer|not any ?more|anymore|no more(?! than)|instead|scratch|ditch(?:ed|ing)?"
-    r"|dropp(?:ed|ing)|stopped(?: using)?|gave up(?: on)?|done with|quit)\b"
+    r"|dropp(?:ed|ing)(?!\s+(?:from|to|by)\b)|stopped(?: using)?|gave up(?: on)?|done with|quit)\b"
     r"|\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|upgrad(?:ed|ing)"
     r"|convert(?:ed|ing)?)\b(?=.{0,60}?\bto\b)|\b(?:switched|moved|migrated) (?:away )?from\b"
     r"|换成|改成|改用|迁到|迁移到|切到|切换到|升级到|换到|换了|改了|不再|早就?不"
