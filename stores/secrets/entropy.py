@@ -7,7 +7,9 @@ path. Git SHAs, UUIDs and hashes are lower-case hex and never match.
 
 A provider's prefixed token (`cio_8fKq2LmZr0TxW9vB4nYsQd3`: a short lower-case prefix, `_` or `-`,
 then the random part) is shorter; it counts from `MIN_PREFIXED_TAIL` characters after its prefix,
-by the same tests on that part.
+by the same tests on that part. So does the second half of a pair pasted as `app id / secret`
+(`cli_a7f3b2c9d4e5 / Xq8Lm2Nv7Pz4Rt9Kw3Yb6Hc1Jd5Fg0`): an id with a digit, a slash, a colon or a
+bar, then the random part.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ _TOKEN = re.compile(rf"(?<![\w+/\-.])[A-Za-z0-9+/_\-]{{{MIN_LENGTH},}}={{0,2}}(?
 MIN_PREFIXED_TAIL = 20
 _PREFIXED = re.compile(
     rf"(?<![\w+/\-.])[a-z]{{2,6}}[_-](?P<tail>[A-Za-z0-9]{{{MIN_PREFIXED_TAIL},}})(?![\w+/\-=])"
+)
+_PAIRED = re.compile(
+    r"(?<![\w+/\-.])(?=[A-Za-z_-]*\d)[A-Za-z][A-Za-z0-9_-]{5,}\s*[/:|]\s*"
+    rf"(?P<tail>[A-Za-z0-9]{{{MIN_PREFIXED_TAIL},}})(?![\w+/\-=])"
 )
 _WORD = re.compile(r"[A-Z]?[a-z]{3,}")
 _MAX_WORDINESS = 0.6
@@ -47,15 +53,21 @@ def redact_random_tokens(text: str, replacement: str) -> tuple[str, int]:
 
     def replace(match: re.Match[str]) -> str:
         nonlocal count
-        prefixed = match.re is _PREFIXED
-        token = match.group("tail") if prefixed else match.group(0)
-        if not is_random_token(token, MIN_PREFIXED_TAIL if prefixed else MIN_LENGTH):
+        if match.re is _TOKEN:
+            if not is_random_token(match.group(0)):
+                return match.group(0)
+            count += 1
+            return replacement
+        if not is_random_token(match.group("tail"), MIN_PREFIXED_TAIL):
             return match.group(0)
         count += 1
-        return replacement
+        start, end = (i - match.start() for i in match.span("tail"))
+        kept = match.group(0)
+        return kept[:start] + replacement + kept[end:] if match.re is _PAIRED else replacement
 
-    text = _TOKEN.sub(replace, text)
-    return _PREFIXED.sub(replace, text), count
+    for pattern in (_TOKEN, _PREFIXED, _PAIRED):
+        text = pattern.sub(replace, text)
+    return text, count
 
 
 def is_random_token(token: str, min_length: int = MIN_LENGTH) -> bool:

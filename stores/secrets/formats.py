@@ -101,9 +101,10 @@ FORMATS: tuple[Rule, ...] = (
             r"|\bAGE-SECRET-KEY-1[0-9A-Z]{50,}"  # age
             r"|\b\d{8,10}:AA[A-Za-z0-9_\-]{33}\b"  # Telegram bot
             r"|\bLTAI[0-9A-Za-z]{12,24}\b|\bAKID[0-9A-Za-z]{32}\b"  # Alibaba, Tencent Cloud key ids
+            r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:fx\b"  # DeepL (free)
         ),
         ("sg.", "sk", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa", "ltai",
-         "akid"),
+         "akid", ":fx"),
     ),
     Rule(
         "jwt",

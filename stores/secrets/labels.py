@@ -5,7 +5,8 @@ secret instead of being it ("the password is required", "密码是多少"); a qu
 whole, spaces included. After a bare space only a value that looks like one counts (digits for a
 PIN or CVV; digits, symbols or mixed case for a password; a long letters-and-digits string for a
 token), so "password manager" and "token limit" stay. A login written as "user / password" after
-"login", "credentials" or "账号" loses its password half.
+"login", "credentials" or "账号" loses its password half, and so does "e-mail / password" with no
+word before it.
 
 Every pattern has a `value` group (or `quoted`, for a quoted value): the secret, which is all
 that is redacted.
@@ -155,6 +156,13 @@ _LOGIN = re.compile(
     _LOGIN_WORDS + _IS + r"(?P<user>[^\s/:|,;，；]+)\s*[/:|]\s*" + _VALUE
 )
 """`login is alice / Tr0ub4dor`, `账号 bob:pa55`: the password half is the value."""
+_EMAIL_LOGIN = re.compile(
+    r"(?<![\w.+/:-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+\s*[/|]\s*(?![^\s@]*@|\S*/)[\"'`]?(?P<value>"
+    + _PASSWORD_LIKE + r")"
+    + _END
+)
+"""`chef@koboramen.com / Tonk0tsu!2025`: an e-mail address, a slash and a password-like value is a
+login, also with no word saying so."""
 _PASS = re.compile(
     r"(?:(?i:\b(?:user(?:name)?|login|account)\b)|用户名|账号|帐号)[^\n]{0,60}?"
     r"(?i:\bpass)\s*[=:：]\s*" + _VALUE
@@ -212,6 +220,7 @@ def label_patterns() -> tuple[Rule, ...]:
         out += [Rule(label.kind, re.compile(p), label.triggers) for p in patterns]
     out.append(Rule("password", _LOGIN, ("login", "log-in", "sign", "cred", "user", "账", "帐",
                                           "登录", "登陆")))
+    out.append(Rule("password", _EMAIL_LOGIN, ("@",)))
     out.append(Rule("password", _PASS, ("pass",)))
     out.append(Rule("password", _ZH_DIGITS_LATER, ("密码",)))
     out.append(Rule("password", _ZH_PASSWORD_LATER, ("密码", "口令")))
