@@ -44,8 +44,9 @@ _CHANGE = re.compile(
 """A word that says something changed or ended ("ditching", "switched ... to", "换成"); in "不用
 Slack了" the words around what it names (`object`)."""
 _SENTENCE = re.compile(r"(?<=[.!?。！？\n])")
-_CLAUSE = re.compile(r"[,.;!?，。；！？\n]+|(?<=[\u4e00-\u9fff])\s+|\s+(?=[\u4e00-\u9fff])")
-"""Where a clause ends: punctuation, and a space next to Chinese (typed instead of a comma)."""
+_CLAUSE = re.compile(r"[,.;!?，。；！？\n]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
+"""Where a clause ends: punctuation, and a space between Chinese words (typed instead of a comma;
+a space around an English name is not: "剪辑不用 Audition 了")."""
 MIN_TERMS = 2
 """Terms a clause must name besides its change word (the lexical index's: stemmed words, Chinese
 bigrams), unless one of them is a name, number or identifier."""

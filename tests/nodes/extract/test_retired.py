@@ -41,6 +41,9 @@ SCRATCHED = SCRATCH.removeprefix("change of plans. ")
         ("we don't use jira anymore, tickets live in linear", "we don't use jira"),
         ("we dropped Jira, tickets live in Linear now", "we Jira"),  # one name is enough
         ("不用Slack了 改用飞书", "Slack"),
+        # a space around an English name is no clause break, one between Chinese words is
+        ("汇报 剪辑不用 Audition 了 改用 Descript 按文字稿剪", "剪辑 Audition"),
+        ("收款的事搞定了 PayPal 不用了，改用 Wise 收", "收款的事搞定了 PayPal"),
         ("情况有变！女朋友公司把她调回杭州总部了 所以不去上海了 就在杭州找", "所以 上海"),
     ],
 )
