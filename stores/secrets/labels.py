@@ -169,6 +169,18 @@ _PASS = re.compile(
 )
 """`user: alice pass: hunter2`: "pass" counts only after a user name on the same line."""
 
+_CREDENTIAL_WORDS = (
+    r"(?i:\b(?:client|app|api|access)[_ ]?(?:id|key|secret)\b|\bappkey\b|\bappid\b)|开放平台|密钥|秘钥"
+)
+_HEX_KEY = r"(?<![0-9a-fA-F])(?P<value>[0-9a-f]{32}|[0-9a-f]{64})(?![0-9a-fA-F])"
+_HEX_NEAR_CREDENTIAL = (
+    re.compile(rf"(?:{_CREDENTIAL_WORDS})[^\n]{{0,80}}?{_HEX_KEY}"),
+    re.compile(rf"{_HEX_KEY}(?=[^\n]{{0,80}}?(?:{_CREDENTIAL_WORDS}))"),
+)
+"""A 32- or 64-digit lower-case hex key on the line of an app's credentials ("开放平台给了我这个
+8f3c... 还有 client_id"): hex alone is a hash (a checksum, a commit), so only the words around it
+tell a key. A 40-digit one (a git commit) never counts; a checksum on the line of such words is
+redacted too."""
 _ZH_DIGITS_LATER = re.compile(
     _ZH_PASSWORD + r"[^\d\n，。；！？,;]{1,10}?(?<!\d)(?P<value>\d{6})(?!\d)"
 )
@@ -226,6 +238,8 @@ def label_patterns() -> tuple[Rule, ...]:
     out.append(Rule("password", _ZH_PASSWORD_LATER, ("密码", "口令")))
     out.append(Rule("password", _PW_LATER, ("pass", "pw")))
     out.append(Rule("national_id", _ZH_ID_LATER, ("身份证", "护照", "社保")))
+    out += [Rule("api_token", pattern, ("id", "key", "secret", "开放平台", "密钥", "秘钥"))
+            for pattern in _HEX_NEAR_CREDENTIAL]
     out.append(Rule("password", ENV_SECRET, ("pass", "pwd", "secret", "token", "key", "sk")))
     return tuple(out)
 
