@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore
@@ -100,14 +101,33 @@ def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
     """An empty store indexed with the n-gram fake on `content`: langgraph's InMemoryStore, then
     a ChromaStore on an ephemeral client (a fresh collection). A test module's own `store`
     fixture takes precedence."""
-    import chromadb  # imported here, after the environment above is set
     from fakes import NGramEmbeddings
+
+    index = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
+    yield from _empty_store(request.param, index)
+
+
+@pytest.fixture(scope="session")
+def real_index() -> Any:
+    """engram's default index (all-MiniLM-L6-v2 on `content`): the similarities texts really have."""
+    from engram.stores.chroma.store import default_index
+
+    return default_index()
+
+
+@pytest.fixture(params=["memory", "chroma"])
+def real_store(request: pytest.FixtureRequest, real_index: Any) -> Iterator[BaseStore]:
+    """As `store`, indexed with the real embedder (`real_index`)."""
+    yield from _empty_store(request.param, real_index)
+
+
+def _empty_store(kind: str, index: Any) -> Iterator[BaseStore]:
+    import chromadb  # imported here, after the environment above is set
     from langgraph.store.memory import InMemoryStore
 
     from engram.stores.chroma.store import ChromaStore
 
-    index = {"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]}
-    if request.param == "memory":
+    if kind == "memory":
         yield InMemoryStore(index=index)
         return
     chroma = ChromaStore(

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from uuid import uuid4
 
-import chromadb
 import pytest
 from fakes import RecordingChatModel, StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -17,7 +15,6 @@ from engram.nodes.extract.llm import WritingExtractor
 from engram.nodes.extract.retired import retired
 from engram.nodes.extract.review import ReviewExtractor
 from engram.nodes.extract.rules import RuleExtractor
-from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import MemoryCandidate
 
@@ -106,20 +103,9 @@ def test_with_a_memory_model_the_merge_decision_judges_changes_instead():
     assert [c.replaces for c in found] == [None] * len(found)
 
 
-@pytest.fixture(scope="module")
-def real_index():
-    return default_index()  # all-MiniLM-L6-v2: the similarities these texts really have
-
-
-@pytest.fixture(params=["memory", "chroma"])
-def store(request, real_index):
-    if request.param == "memory":
-        yield InMemoryStore(index=real_index)
-        return
-    chroma = ChromaStore(chromadb.EphemeralClient(), collection=f"r-{uuid4().hex[:12]}",
-                         index=real_index)
-    yield chroma
-    chroma.close()
+@pytest.fixture
+def store(real_store):
+    return real_store  # the similarities these texts really have
 
 
 def said(ltm: LongTermMemory, *texts: str) -> None:

@@ -8,9 +8,7 @@ use; the model is a recording fake (`tests/fakes.py`) that answers the decider's
 from __future__ import annotations
 
 from typing import Any
-from uuid import uuid4
 
-import chromadb
 import pytest
 from fakes import StructuredFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -25,7 +23,6 @@ from engram.nodes.extract.llm import LLMExtractor
 from engram.nodes.model.merge_decision import MergeChoice, make_merge_decider
 from engram.nodes.prompts import MERGE_DECISION_SYSTEM_PROMPT
 from engram.nodes.state import EngramState
-from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 from engram.stores.steps import arun_steps, run_steps
 
@@ -39,20 +36,9 @@ MERGED_TESTS = (
 )
 
 
-@pytest.fixture(scope="module")
-def real_index():
-    return default_index()  # all-MiniLM-L6-v2: the similarities these texts really have
-
-
-@pytest.fixture(params=["memory", "chroma"])
-def store(request, real_index):
-    if request.param == "memory":
-        yield InMemoryStore(index=real_index)
-        return
-    chroma = ChromaStore(chromadb.EphemeralClient(), collection=f"d-{uuid4().hex[:12]}",
-                         index=real_index)
-    yield chroma
-    chroma.close()
+@pytest.fixture
+def store(real_store):
+    return real_store  # the similarities these texts really have
 
 
 def fact(text: str, **fields: Any) -> MemoryCandidate:
