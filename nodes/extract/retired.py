@@ -21,7 +21,6 @@ the trip from an English teacher.
 from __future__ import annotations
 
 import re
-from functools import cache
 
 from engram.nodes.extract.filters import (
     about_someone_else,
@@ -29,7 +28,7 @@ from engram.nodes.extract.filters import (
     is_hypothetical,
     is_question,
 )
-from engram.stores.lexical.index import Tokenizer
+from engram.stores.lexical.index import lexical_terms
 from engram.stores.memory.write.specifics import specifics
 
 _CHANGE = re.compile(
@@ -73,7 +72,7 @@ def retired(text: str) -> str | None:
                 continue
             named = found.group("object") or ""
             topic = " ".join(f"{clause[:found.start()]} {named} {clause[found.end():]}".split())
-            if len(_tokenizer()(topic)) >= MIN_TERMS or specifics(topic):
+            if len(lexical_terms(topic)) >= MIN_TERMS or specifics(topic):
                 return topic
     return None
 
@@ -83,7 +82,3 @@ def _passing(clause: str) -> bool:
     change of this moment only."""
     return is_hypothetical(clause) or about_someone_else(clause) or is_ephemeral(clause)
 
-
-@cache
-def _tokenizer() -> Tokenizer:
-    return Tokenizer()

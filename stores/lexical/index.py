@@ -32,6 +32,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Self
 
@@ -151,6 +152,17 @@ class Tokenizer:
         assert self._stem_words is not None
         with self._lock:
             return self._stem_words(words)
+
+
+def lexical_terms(text: str) -> list[str]:
+    """`text`'s terms as the default `Tokenizer` reads them (stemmed words, CJK bigrams): what
+    the write policy and the extractors compare when they ask whether two texts share a term."""
+    return _default_tokenizer()(text)
+
+
+@cache
+def _default_tokenizer() -> Tokenizer:
+    return Tokenizer()
 
 
 class LexicalIndex:

@@ -35,10 +35,9 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-from engram.stores.lexical.index import Tokenizer
+from engram.stores.lexical.index import lexical_terms
 from engram.stores.memory.types import normalize_text
 
 PROCEDURE_PREFIX = "Steps that worked for:"
@@ -195,7 +194,7 @@ def same_task(a: str, b: str) -> bool:
         >>> same_task("Fix the checkout outage", "Fix the payments outage")
         False
     """
-    terms_a, terms_b = set(_tokenizer()(a)), set(_tokenizer()(b))
+    terms_a, terms_b = set(lexical_terms(a)), set(lexical_terms(b))
     if not terms_a or not terms_b:
         return normalize_text(a) == normalize_text(b)
     return len(terms_a & terms_b) / len(terms_a | terms_b) >= SAME_TASK_OVERLAP
@@ -205,7 +204,3 @@ def counted_use(existing: dict[str, Any], incoming: dict[str, Any]) -> dict[str,
     """The data of a procedure that worked again: its uses summed, the newest calls kept."""
     return {**incoming, "uses": uses_of(existing) + uses_of(incoming)}
 
-
-@cache
-def _tokenizer() -> Tokenizer:
-    return Tokenizer()

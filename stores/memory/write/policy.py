@@ -19,13 +19,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import cache
 from typing import Any
 from uuid import NAMESPACE_URL, uuid5
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
-from engram.stores.lexical.index import Tokenizer
+from engram.stores.lexical.index import lexical_terms
 from engram.stores.memory.procedures import counted_use, is_procedure, same_procedure
 from engram.stores.memory.types import (
     MAX_CONTENT_CHARS,
@@ -391,18 +390,14 @@ def _named(found: list[Any], topic: str, floor: float, sources: list[str]) -> Me
     the change names (`topic`) and sharing a term with it (the lexical index's terms: stemmed
     words, Chinese bigrams), so that an embedding's vague likeness never retires a memory alone;
     never one taken from the same messages (another statement of the same message)."""
-    terms = set(_tokenizer()(topic))
+    terms = set(lexical_terms(topic))
     for item in found:
         similar = item.score is not None and item.score >= floor
         sibling = set(sources) & set(item.value.get("source_message_ids") or ())
-        if similar and not sibling and terms & set(_tokenizer()(item.value["content"])):
+        if similar and not sibling and terms & set(lexical_terms(item.value["content"])):
             return Memory.from_item(item)
     return None
 
-
-@cache
-def _tokenizer() -> Tokenizer:
-    return Tokenizer()
 
 
 def _questions(
@@ -416,7 +411,7 @@ def _questions(
     step 3b: all-MiniLM-L6-v2 scores unrelated Chinese sentences 0.4-0.66 ("我青霉素过敏" and
     a hospital app's password: 0.47), and a small model asked about such a pair answers `update`
     for most of them, while an update names what it changes ("we dropped buildium ...")."""
-    terms = set(_tokenizer()(content)) - SUBJECT_TERMS
+    terms = set(lexical_terms(content)) - SUBJECT_TERMS
     questions = []
     for item in sorted(nearby, key=lambda i: -(i.score or 0.0)):
         if item.score is None or item.score < floor:
@@ -424,7 +419,7 @@ def _questions(
         existing = Memory.from_item(item)
         if existing.key and key and existing.key != key:
             continue
-        if not terms & set(_tokenizer()(existing.content)):
+        if not terms & set(lexical_terms(existing.content)):
             continue
         questions.append(MergeQuestion(existing, content, item.score))
     return questions
