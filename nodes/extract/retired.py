@@ -13,7 +13,7 @@ retires nothing.
 The change words are those the rules already read as a change (`keys`, `answers`, the dislikes
 of `en`): no new phrasing. A sentence that asks or supposes ("should we drop Jira?", "要是把卡罗拉
 换成比亚迪..."), and a clause about someone else ("my colleague switched to Zed") or about this
-moment only ("soup instead of a sandwich today") retire nothing. A clause must name two terms
+moment only ("soup instead of a sandwich today") retire nothing, nor do words in quotes. A clause must name two terms
 besides its change word, or one name ("we dropped Jira"): "英国不去了" names too little to tell
 the trip from an English teacher.
 """
@@ -42,6 +42,10 @@ _CHANGE = re.compile(
 )
 """A word that says something changed or ended ("ditching", "switched ... to", "换成"); in "不用
 Slack了" the words around what it names (`object`)."""
+_QUOTED = re.compile(r"[\"“”「『][^\"“”「」『』]*[\"“”」』]|(?<!\w)['‘].*?['’](?!\w)")
+"""Words in quotes. A change said in them is someone's words reported ("a blog post said 'we
+don't use Jenkins anymore'"), not the user's; a name in them is only set apart ("we don't use
+"Jira" anymore")."""
 _SENTENCE = re.compile(r"(?<=[.!?。！？\n])")
 _CLAUSE = re.compile(r"[,.;!?，。；！？\n]+|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 """Where a clause ends: punctuation, and a space between Chinese words (typed instead of a comma;
@@ -63,7 +67,8 @@ def retired(text: str) -> str | None:
         >>> retired("I use Docker Hub for images"), retired("should we drop Jira?")
         (None, None)
     """
-    for sentence in _SENTENCE.split(text):
+    unquoted = _QUOTED.sub(lambda q: " " if _CHANGE.search(q.group()) else q.group(), text)
+    for sentence in _SENTENCE.split(unquoted):
         if is_question(sentence) or is_hypothetical(sentence):
             continue
         for clause in _CLAUSE.split(sentence):

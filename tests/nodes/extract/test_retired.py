@@ -38,6 +38,7 @@ SCRATCHED = SCRATCH.removeprefix("change of plans. ")
         ("we don't use jira anymore, tickets live in linear", "we don't use jira"),
         ("we dropped Jira, tickets live in Linear now", "we Jira"),  # one name is enough
         ("不用Slack了 改用飞书", "Slack"),
+        ('I don\'t use "Jira" anymore', 'I don\'t use "Jira"'),  # a name set apart in quotes
         # a space around an English name is no clause break, one between Chinese words is
         ("汇报 剪辑不用 Audition 了 改用 Descript 按文字稿剪", "剪辑 Audition"),
         ("收款的事搞定了 PayPal 不用了，改用 Wise 收", "收款的事搞定了 PayPal"),
@@ -68,6 +69,10 @@ def test_the_clause_that_says_something_changed_is_what_it_names(text, named):
         "my colleague Tom switched from VS Code to Zed",
         "my friend's company doesn't use Jenkins anymore",
         "I had soup instead of a sandwich for lunch today",
+        # words in quotes are someone's words reported
+        "a blog post said 'we don't use Jenkins anymore' lol",
+        'the vendor\'s page says "we no longer support Windows 7"',
+        "他朋友圈写着「不再接 Shopify 的单了」",
         # a limit or a measurement is not a change of what the user does
         "p99 dropped from 240 to 170ms on staging already",
         "my doctor says no more than 3 cups of coffee a day is fine",
