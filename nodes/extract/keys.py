@@ -128,7 +128,17 @@ def _term_pattern() -> re.Pattern[str]:
         for i, value in enumerate(sorted(values, key=len, reverse=True)):
             body = re.escape(value[1:]) if value.startswith("=") else f"(?i:{re.escape(value)})"
             parts.append(f"(?P<{subject}__{i}>{body}{_VERSION})")
-    return re.compile(r"(?<![A-Za-z0-9_.+#-])(?:" + "|".join(parts) + r")(?![A-Za-z0-9_+#])")
+    return re.compile(
+        r"(?<![A-Za-z0-9_.+#-])(?:" + "|".join(parts) + r")(?![A-Za-z0-9_+#])(?!" + _OWNED + ")"
+    )
+
+
+_OWNED = (
+    r"\s*(?:(?:api|access|auth|deploy|personal)\s+)?"
+    r"(?:tokens?|keys?|passwords?|secrets?|credentials?|accounts?|logins?|账号|账户|密码|令牌|密钥)\b"
+)
+"""A credential or account named after a tool ("my npm token", "the AWS account", "GitHub 账号")
+is not a choice of that tool: "switched my npm token to ..." changes no package manager."""
 
 
 _ANYWHERE = Rule("preference", re.compile(r"^"))

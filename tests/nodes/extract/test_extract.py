@@ -643,6 +643,19 @@ def test_a_known_value_sets_only_the_attribute_the_statement_is_about(text, key,
     assert (c.key, (c.structured_data or {}).get("value") if key else None) == (key, value)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "switched my npm token to a new one, the old one leaked",
+        "rotated the AWS access keys this morning",
+        "I changed my Notion password yesterday",
+        "Obsidian 账号换成公司邮箱了",
+    ],
+)
+def test_a_credential_named_after_a_tool_is_no_choice_of_that_tool(text):
+    assert [c.key for c in extract(text)] in ([], [None])
+
+
 def test_a_clause_without_a_subject_is_the_users_only_after_the_user_spoke():
     [c] = extract("谈了个对象 也是老乡 在观澜那边电子厂上班")
     assert c.key is None  # where the partner works is not the user's employer
