@@ -10,7 +10,10 @@ Which store state each metric reads:
 - probe recall@5: each probe right after its session (the runner recalls then), its top 5
   memories; probe recall with archived messages: all that a new thread's first turn shows for
   the probe (up to `recall_k_first_turn` memories and `recall_episodes_first_turn` messages);
-- on-time recall: each expected memory after the session it is due by.
+- on-time recall: each expected memory after the session it is due by;
+- lost-memory rate: each expected memory that no conflict replaces, current after the session it
+  is due by, and again after the last session: a memory the write policy retired or merged away
+  by mistake is lost (the stale-fact rate alone would reward retiring everything).
 
 Rates are micro-averages (`Ratio`s added over dialogs); None when nothing was measurable.
 """
@@ -50,6 +53,7 @@ class DialogScore:
     probe_recall_at_5: m.Ratio = _EMPTY
     probe_recall_with_episodes: m.Ratio = _EMPTY
     on_time_recall: m.Ratio = _EMPTY
+    lost_memory_rate: m.Ratio = _EMPTY
     model_calls_per_turn: m.Ratio = _EMPTY
     model_tokens_per_turn: m.Ratio = _EMPTY
     secrets_stored: int = 0
@@ -91,6 +95,7 @@ def score_dialog(run: DialogRun) -> DialogScore:
         probe_recall_at_5=_probe_recall(dialog, run.sessions, with_episodes=False),
         probe_recall_with_episodes=_probe_recall(dialog, run.sessions, with_episodes=True),
         on_time_recall=on_time_recall(dialog, run.sessions),
+        lost_memory_rate=lost_over_sessions(dialog, run.sessions),
         model_calls_per_turn=m.model_calls_per_turn(run.model_calls, run.user_turns),
         model_tokens_per_turn=m.Ratio(run.model_tokens, run.user_turns),
         secrets_stored=m.secrets_stored(dialog.must_not_store, final),
@@ -135,6 +140,26 @@ def on_time_recall(dialog: Dialog, sessions: Sequence[SessionRun]) -> m.Ratio:
             total += 1
             found += any(m.satisfies(s.content, memory) for s in session.stored)
     return m.Ratio(found, total)
+
+
+def lost_over_sessions(dialog: Dialog, sessions: Sequence[SessionRun]) -> m.Ratio:
+    """Expected memories current right after the session they are due by that no current memory
+    holds after the last session / expected memories current on time. A memory that a conflict
+    replaces (`Conflict.old`) is left out: it is meant to go.
+    """
+    replaced = {conflict.old for conflict in dialog.conflicts}
+    final = [s for s in sessions[-1].stored if s.current] if sessions else []
+    lost, held, seen = 0, 0, set()
+    for session in sessions:
+        current = [s for s in session.stored if s.current]
+        for memory in dialog.expected_after(session.session_id):
+            if memory.id in seen or memory.id in replaced:
+                continue
+            seen.add(memory.id)
+            if any(m.satisfies(s.content, memory) for s in current):
+                held += 1
+                lost += not any(m.satisfies(s.content, memory) for s in final)
+    return m.Ratio(lost, held)
 
 
 def suite_metrics(runs: Sequence[DialogRun]) -> dict[str, Any]:

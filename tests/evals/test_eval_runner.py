@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import yaml
 
 from engram.evals.dialogs.runner import RunSettings, arun_suite
-from engram.evals.dialogs.scoring import dialog_rows, score_dialog, suite_metrics
+from engram.evals.dialogs.metrics import Ratio
+from engram.evals.dialogs.scoring import (
+    dialog_rows,
+    lost_over_sessions,
+    score_dialog,
+    suite_metrics,
+)
 from engram.evals.dialogs.suite import load_suite
 from engram.evals.report import SUITE_METRICS
 from engram.evals.scripted import ScriptedChatModel, ScriptExhaustedError
@@ -161,8 +168,24 @@ def test_scores_of_the_editor_dialog(runs):
     assert score.stale_fact_rate.value == 0.0  # Helix superseded Vim (same key)
     assert score.probe_recall_at_5.value == 1.0
     assert score.on_time_recall.value == 1.0
+    assert score.lost_memory_rate == Ratio(0, 1)  # Vim went as its conflict says; Helix stayed
     # offline: the scripted model is the only one called, once per user turn
     assert editor.model_calls == editor.user_turns == 3
+
+
+def test_a_memory_retired_though_nothing_replaced_it_is_lost(runs):
+    editor = runs[0][0]
+    first, second = editor.sessions
+    assert lost_over_sessions(editor.dialog, editor.sessions) == Ratio(0, 1)
+    # had the dialog not said Helix replaces Vim, retiring Vim would lose it
+    unreplaced = editor.dialog.model_copy(update={"conflicts": []})
+    assert lost_over_sessions(unreplaced, editor.sessions) == Ratio(1, 2)
+    # a memory that was never current on time is extraction's miss, not a loss
+    helix_gone = [
+        dataclasses.replace(m, current=False) if "Helix" in m.content else m for m in second.stored
+    ]
+    late = dataclasses.replace(second, stored=helix_gone)
+    assert lost_over_sessions(unreplaced, [first, late]) == Ratio(1, 1)
 
 
 def test_incognito_and_chitchat_sessions_store_nothing(runs):
