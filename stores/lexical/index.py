@@ -160,6 +160,36 @@ def lexical_terms(text: str) -> list[str]:
     return _default_tokenizer()(text)
 
 
+_CJK_FUNCTION_CHARS = frozenset(
+    "的了着过是在有和与跟及或把被给让对从向往到为于以之而且但就也都还又再才只很太更最挺真"
+    "不没别未我你他她它们这那哪谁啥什么吗呢吧啊呀哦嗯个些一两几要会能可想得地现"
+)
+"""Chinese characters that mostly do grammar's work (particles, pronouns, negation, auxiliaries,
+measure words, and the 现 of 现在): a bigram with one of them ("我不", "现在") names no topic."""
+
+
+def topic_terms(text: str) -> set[str]:
+    """The `lexical_terms` of `text` that name a topic: no number, no lone Chinese character, no
+    Chinese bigram with a function character. What two texts must share to be about one thing:
+    "我不吃香菜" and "力量训练我不太会" share only "我不", "现在82kg" and "卧推现在60kg" only "现在".
+
+    Example:
+        >>> sorted(topic_terms("卧推现在60kg做5个"))
+        ['60kg', '卧推']
+        >>> sorted(topic_terms("we moved to Linear 2 weeks ago"))
+        ['ago', 'linear', 'move', 'week']
+    """
+    return {
+        term
+        for term in lexical_terms(text)
+        if not term.isdigit()
+        and not (_CJK_RUN.fullmatch(term) and (len(term) == 1 or set(term) & _CJK_FUNCTION_CHARS))
+    }
+
+
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
+
+
 @cache
 def _default_tokenizer() -> Tokenizer:
     return Tokenizer()

@@ -24,7 +24,7 @@ from uuid import NAMESPACE_URL, uuid5
 
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
-from engram.stores.lexical.index import lexical_terms
+from engram.stores.lexical.index import topic_terms
 from engram.stores.memory.procedures import counted_use, is_procedure, same_procedure
 from engram.stores.memory.types import (
     MAX_CONTENT_CHARS,
@@ -210,7 +210,7 @@ def upsert_steps(
                                        importance, candidate, sources, structured, now))
 
     # 4b. similar, but not for the rules to merge: a merge decider (when there is one) is asked
-    #     about the most similar current memories of any category that share a term with the
+    #     about the most similar current memories of any category that share a topic term with the
     #     candidate, best first, until it names one
     #     the candidate updates (replace) or details (merge); a change the user states in words no
     #     rule key knows ("we dropped buildium, its turbotenant now") then still retires the old
@@ -387,31 +387,34 @@ def _supersede(
 
 def _named(found: list[Any], topic: str, floor: float, sources: list[str]) -> Memory | None:
     """The memory a change names: the most similar of `found`, at least `floor` similar to what
-    the change names (`topic`) and sharing a term with it (the lexical index's terms: stemmed
-    words, Chinese bigrams), so that an embedding's vague likeness never retires a memory alone;
+    the change names (`topic`) and sharing a topic term with it (`topic_terms`: stemmed words,
+    Chinese bigrams without a function character), so that an embedding's vague likeness never
+    retires a memory alone;
     never one taken from the same messages (another statement of the same message)."""
-    terms = set(lexical_terms(topic))
+    terms = topic_terms(topic)
     for item in found:
         similar = item.score is not None and item.score >= floor
         sibling = set(sources) & set(item.value.get("source_message_ids") or ())
-        if similar and not sibling and terms & set(lexical_terms(item.value["content"])):
+        if similar and not sibling and terms & topic_terms(item.value["content"]):
             return Memory.from_item(item)
     return None
-
 
 
 def _questions(
     nearby: list[Any], content: str, key: str | None, floor: float
 ) -> list[MergeQuestion]:
     """The merge decider's questions, most similar memory first: one per memory at least `floor`
-    similar that shares a term with the candidate (the lexical index's terms: stemmed words,
-    Chinese bigrams), with no other `key` (a keyed value is the rules' to supersede).
+    similar that shares a topic term with the candidate (`topic_terms`: stemmed words, Chinese
+    bigrams without a function character), with no other `key` (a keyed value is the rules' to
+    supersede).
 
     The shared term is what keeps an embedding's vague likeness from retiring a memory, as in
     step 3b: all-MiniLM-L6-v2 scores unrelated Chinese sentences 0.4-0.66 ("我青霉素过敏" and
     a hospital app's password: 0.47), and a small model asked about such a pair answers `update`
-    for most of them, while an update names what it changes ("we dropped buildium ...")."""
-    terms = set(lexical_terms(content)) - SUBJECT_TERMS
+    for most of them, while an update names what it changes ("we dropped buildium ..."). A
+    shared "我不" or "现在" is no topic: the 1.5B model retired "我不吃香菜 也不吃羊肉" for
+    "力量训练我不太会", and a weight for a bench press, on that alone."""
+    terms = topic_terms(content) - SUBJECT_TERMS
     questions = []
     for item in sorted(nearby, key=lambda i: -(i.score or 0.0)):
         if item.score is None or item.score < floor:
@@ -419,7 +422,7 @@ def _questions(
         existing = Memory.from_item(item)
         if existing.key and key and existing.key != key:
             continue
-        if not terms & set(lexical_terms(existing.content)):
+        if not terms & topic_terms(existing.content):
             continue
         questions.append(MergeQuestion(existing, content, item.score))
     return questions

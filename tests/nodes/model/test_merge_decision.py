@@ -188,6 +188,19 @@ async def test_a_memory_that_shares_no_term_is_not_asked_about(store):
     assert new.decision is None and model.structured_calls == []
 
 
+@pytest.mark.parametrize(("saved", "said"), [
+    # all-MiniLM-L6-v2: 0.63 and 0.71 similar; the 1.5B model called both pairs updates
+    ("我不吃香菜 也不吃羊肉 其他都行", "力量训练我不太会"),  # they share only "我不"
+    ("想开始减脂了 现在82kg 身高178", "卧推现在60kg做5个 深蹲70kg"),  # only "现在"
+])
+async def test_a_memory_that_shares_only_grammar_is_not_asked_about(store, saved, said):
+    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    stored_without_asking(store, saved)
+    [new] = await ltm.aupsert(USER, [update(said)])
+    assert (new.action, new.decision) == ("dropped", None) and model.structured_calls == []
+    assert current(ltm) == [saved]
+
+
 async def test_a_model_that_failed_is_not_asked_about_the_next_memory(store):
     ltm, model = deciding(store, TimeoutError("slow"), {"relation": "update", "merged": ""})
     stored_without_asking(store, FEES, BUILDIUM)
