@@ -17,8 +17,12 @@ does well:
    rewordings that kept every detail still added narration or a second statement, which then
    matched no question about the memory;
 4. the user's messages the rules found nothing in are offered as updates
-   (`engram.nodes.extract.updates`): written only where the merge decider says one replaces a
-   similar memory, so that a change no rule knows the wording of still retires the old fact.
+   (`engram.nodes.extract.updates`): written only where one names the memory it changes (as
+   offline, `engram.nodes.extract.retired`) or the merge decider says it replaces a similar
+   memory. A small model cannot judge changes on its own: asked whether a new memory updates a
+   saved one, Qwen2.5-Coder-1.5B answered `update` for every pair, true or not, so the rules'
+   safe reading of changes stays on (the decider's check then keeps both, see
+   `engram.nodes.model.merge_decision`).
 
 A window where the rules find nothing costs no review call. The call is bounded like every
 memory-model call (`engram.nodes.model.calls`): an output limit, a timeout, one corrective retry;
@@ -72,8 +76,8 @@ class ReviewExtractor:
 
     Args:
         model: The memory model; it must support `with_structured_output`.
-        rules: The proposing extractor (default: `RuleExtractor(follow_changes=False)`: the merge
-            decision judges changes).
+        rules: The proposing extractor (default: `RuleExtractor()`, which also marks what a
+            statement says it changes, `engram.nodes.extract.retired`).
         timeout: Seconds per call (default: `call_timeout(model)`).
     """
 
@@ -85,7 +89,7 @@ class ReviewExtractor:
         timeout: float | None = None,
     ) -> None:
         self.model = model
-        self.rules = rules if rules is not None else RuleExtractor(follow_changes=False)
+        self.rules = rules if rules is not None else RuleExtractor()
         self.timeout = timeout
         self._calls: dict[int, BoundedCall[Any]] = {}
 
@@ -98,8 +102,12 @@ class ReviewExtractor:
             ModelOutputError: The answer was unusable, also after the corrective retry.
             TimeoutError: The call took longer than the timeout.
         """
-        proposed = self.rules.extract(messages, context=context)
-        updates = update_candidates(messages, proposed)
+        found = self.rules.extract(messages, context=context)
+        proposed = [c for c in found if not c.update_only]
+        named = {tuple(c.message_ids or ()): c for c in found if c.update_only}
+        updates = [  # a change the rules find named keeps what it names (`replaces`)
+            named.get(tuple(u.message_ids or ()), u) for u in update_candidates(messages, proposed)
+        ]
         if not proposed:
             return updates
         reviewed, rest = proposed[:MAX_CANDIDATES], proposed[MAX_CANDIDATES:]

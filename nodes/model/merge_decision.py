@@ -17,6 +17,15 @@ nothing in a memory can close its tag or open another, so a recalled text cannot
 prompt's structure. The prompts hold no example memory a small model could copy, and a merged
 text that copies the instructions instead of the memories is refused (`MergeDecisionError`).
 
+Before a replacement, the model is asked the other way round whether the saved memory is still
+true (`StillTrue`, the safe answer first); only `no_longer_true` lets the update replace it, and
+`still_true` keeps both. On 10 pairs from dialogs written for the purpose (5 updates, 5 pairs that
+only share a subject: a father's diagnosis and his blood-pressure pill, two different drugs, his
+home town and a trip there), Qwen2.5-Coder-1.5B answered `update` for all 10 and `still_true` for
+all 10: asked both ways it contradicts itself, and retires nothing. Without the check, its
+updates lost a fifth of the memories that were current on time (the eval's lost-memory rate,
+0.19 on those dialogs). A model that can judge answers both questions alike.
+
 Small models (12 hand-made pairs, docs/cli.md "Users, merges and deleting"): asked "replace, merge or
 keep_both?", Qwen2.5-Coder-0.5B answered `replace` for every pair, superseding memories about
 different things; with `update` listed first, the 1.5B answered `update` for every pair. Asked
@@ -49,7 +58,12 @@ from pydantic import BaseModel, Field
 
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model.calls import BoundedCall
-from engram.nodes.prompts import MERGE_DECISION_SYSTEM_PROMPT, MERGE_DECISION_USER_PROMPT
+from engram.nodes.prompts import (
+    MERGE_CHECK_SYSTEM_PROMPT,
+    MERGE_CHECK_USER_PROMPT,
+    MERGE_DECISION_SYSTEM_PROMPT,
+    MERGE_DECISION_USER_PROMPT,
+)
 from engram.nodes.text.escape import escape_recalled
 from engram.stores.memory.types import WriteResult
 from engram.stores.memory.write.decision import (
@@ -63,6 +77,8 @@ DECISION_MAX_TOKENS = 256
 """Output limit of one decision call (an action and at most `MERGED_MAX_CHARS` characters)."""
 MERGED_MAX_CHARS = 600
 """Characters of a merged memory at most (two extracted memories are 300 each at most)."""
+CHECK_MAX_TOKENS = 32
+"""Output limit of the check before a replacement (one enum value)."""
 COPIED_WORDS = 6
 """A merged text sharing this many consecutive words with the instructions copied them."""
 
@@ -94,6 +110,17 @@ class MergeChoice(BaseModel):
     )
 
 
+class StillTrue(BaseModel):
+    """Whether a saved memory is still true after a newer one was said."""
+
+    saved_memory: Literal["still_true", "no_longer_true"] = Field(
+        description=(
+            "still_true: the newer memory repeats it, adds to it, or is about something else; "
+            "no_longer_true: the newer memory says it changed, ended or was wrong."
+        )
+    )
+
+
 class LLMMergeDecider:
     """The merge decision with a chat model's structured output.
 
@@ -118,6 +145,10 @@ class LLMMergeDecider:
             model, MergeChoice, max_tokens=max_tokens, run_name="engram_merge_decision",
             timeout=timeout,
         )
+        self.check = BoundedCall(
+            model, StillTrue, max_tokens=CHECK_MAX_TOKENS, run_name="engram_merge_check",
+            timeout=timeout,
+        )
         self.system_prompt = system_prompt
         self.user_prompt = user_prompt
 
@@ -128,6 +159,8 @@ class LLMMergeDecider:
         except RECOVERABLE_ERRORS as exc:
             raise MergeDecisionError(_describe(exc)) from exc
         action = ACTIONS[choice.relation]
+        if action == "replace" and await self._still_true(question):
+            return MergeDecision("keep_both")
         if action != "merge":
             return MergeDecision(action)
         merged = choice.merged.strip()
@@ -139,12 +172,26 @@ class LLMMergeDecider:
         """Sync `adecide` (for callers without an event loop)."""
         return asyncio.run(self.adecide(question))
 
+    async def _still_true(self, question: MergeQuestion) -> bool:
+        """The check before a replacement: whether the model, asked the other way round, finds
+        the saved memory still true (module docstring)."""
+        messages = _messages(MERGE_CHECK_SYSTEM_PROMPT, MERGE_CHECK_USER_PROMPT, question)
+        try:
+            answer = await self.check.ainvoke(messages)
+        except RECOVERABLE_ERRORS as exc:
+            raise MergeDecisionError(f"the check before replacing: {_describe(exc)}") from exc
+        return answer.saved_memory == "still_true"
+
     def _messages(self, question: MergeQuestion) -> list[BaseMessage]:
-        user = self.user_prompt.format(
-            existing=escape_recalled(question.existing.content.strip()),
-            incoming=escape_recalled(question.incoming.strip()),
-        )
-        return [SystemMessage(self.system_prompt), HumanMessage(user)]
+        return _messages(self.system_prompt, self.user_prompt, question)
+
+
+def _messages(system: str, user: str, question: MergeQuestion) -> list[BaseMessage]:
+    text = user.format(
+        existing=escape_recalled(question.existing.content.strip()),
+        incoming=escape_recalled(question.incoming.strip()),
+    )
+    return [SystemMessage(system), HumanMessage(text)]
 
 
 def make_merge_decider(memory_model: BaseChatModel | None) -> LLMMergeDecider | None:

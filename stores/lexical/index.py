@@ -169,20 +169,21 @@ measure words, and the 现 of 现在): a bigram with one of them ("我不", "现
 
 
 def topic_terms(text: str) -> set[str]:
-    """The `lexical_terms` of `text` that name a topic: no number, no lone Chinese character, no
-    Chinese bigram with a function character. What two texts must share to be about one thing:
-    "我不吃香菜" and "力量训练我不太会" share only "我不", "现在82kg" and "卧推现在60kg" only "现在".
+    """The `lexical_terms` of `text` that name a topic: no number or measure ("5", "10mg"), no
+    lone Chinese character, no Chinese bigram with a function character. What two texts must
+    share to be about one thing: "我不吃香菜" and "力量训练我不太会" share only "我不", "现在82kg"
+    and "卧推现在60kg" only "现在", two drugs taken at 10mg only "10mg".
 
     Example:
         >>> sorted(topic_terms("卧推现在60kg做5个"))
-        ['60kg', '卧推']
+        ['卧推']
         >>> sorted(topic_terms("we moved to Linear 2 weeks ago"))
         ['ago', 'linear', 'move', 'week']
     """
     return {
         term
         for term in lexical_terms(text)
-        if not term.isdigit()
+        if not term[0].isdigit()
         and not (_CJK_RUN.fullmatch(term) and (len(term) == 1 or set(term) & _CJK_FUNCTION_CHARS))
     }
 

@@ -88,3 +88,26 @@ def test_the_schema_asks_for_exactly_one_verdict_per_candidate_and_no_wording():
     # the model answers a number, a category and keep: nothing it could write a memory with
     [verdict] = json_schema["$defs"].values()
     assert set(verdict["properties"]) == {"n", "category", "keep"}
+
+
+async def test_what_a_change_names_reaches_the_write_policy_reviewed_or_offered_as_an_update():
+    window = [
+        HumanMessage("change of plans. scratch the ingress-nginx idea, we go with the AWS Load "
+                     "Balancer Controller", id="m1"),
+        HumanMessage("潜店就换成仙本那的一家 叫海猫潜水 也是中文教练", id="m2"),
+        HumanMessage("the coffee machine died again lol", id="m3"),
+    ]
+    proposed = RuleExtractor().extract(window)
+    reviewed = [c for c in proposed if not c.update_only]
+    model = StructuredFakeChatModel(structured_responses=[{"reviews": [
+        review(i, True, "project") for i in range(1, len(reviewed) + 1)
+    ]}])
+    found = {c.message_ids[0]: c for c in await ReviewExtractor(model).aextract(window)}
+    assert found["m1"].replaces == "the ingress-nginx idea" and not found["m1"].update_only
+    # the rules keep nothing else of m2: it is offered once, as an update naming what it changes
+    assert found["m2"].update_only and found["m2"].replaces == "潜店就 仙本那的一家"
+    # m3 names nothing: offered as an update only the merge decider can place
+    assert found["m3"].update_only and found["m3"].replaces is None
+    assert len(found) == len(await ReviewExtractor(StructuredFakeChatModel(structured_responses=[
+        {"reviews": [review(i, True, "project") for i in range(1, len(reviewed) + 1)]}
+    ])).aextract(window))

@@ -100,9 +100,9 @@ def test_the_rules_mark_what_a_statement_retires_also_where_they_kept_nothing_el
     assert "m4" not in found and "m5" not in found  # small talk; a hypothesis changes nothing
 
 
-def test_with_a_memory_model_the_merge_decision_judges_changes_instead():
+def test_a_model_that_writes_memories_judges_changes_itself_one_that_reviews_keeps_the_rules():
     model = StructuredFakeChatModel(structured_responses=[])
-    assert ReviewExtractor(model).rules.follow_changes is False
+    assert ReviewExtractor(model).rules.follow_changes is True
     assert WritingExtractor(model).rules.follow_changes is False
     found = RuleExtractor(follow_changes=False).extract([HumanMessage(SCRATCH, id="m2")])
     assert [c.replaces for c in found] == [None] * len(found)

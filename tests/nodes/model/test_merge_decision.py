@@ -20,8 +20,8 @@ from langgraph.store.memory import InMemoryStore
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.extract.llm import LLMExtractor
-from engram.nodes.model.merge_decision import MergeChoice, make_merge_decider
-from engram.nodes.prompts import MERGE_DECISION_SYSTEM_PROMPT
+from engram.nodes.model.merge_decision import MergeChoice, StillTrue, make_merge_decider
+from engram.nodes.prompts import MERGE_CHECK_SYSTEM_PROMPT, MERGE_DECISION_SYSTEM_PROMPT
 from engram.nodes.state import EngramState
 from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 from engram.stores.steps import arun_steps, run_steps
@@ -45,6 +45,10 @@ def fact(text: str, **fields: Any) -> MemoryCandidate:
     return MemoryCandidate(content=text, category="fact", **fields)
 
 
+CONFIRMED = {"saved_memory": "no_longer_true"}
+"""The check's answer that lets an `update` replace the saved memory."""
+
+
 def deciding(store, *answers: Any) -> tuple[LongTermMemory, StructuredFakeChatModel]:
     model = StructuredFakeChatModel(structured_responses=list(answers))
     return LongTermMemory(store, merge_decider=make_merge_decider(model)), model
@@ -57,7 +61,7 @@ def current(ltm: LongTermMemory) -> list[str]:
 # -- each decision --------------------------------------------------------------------------------
 
 async def test_replace_supersedes_the_similar_memory_and_keeps_it_as_history(store):
-    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    ltm, model = deciding(store, {"relation": "update", "merged": ""}, CONFIRMED)
     [old] = await ltm.aupsert(USER, [fact(OLD_DB)])
     [new] = await ltm.aupsert(USER, [fact(NEW_DB)])
     assert (new.action, new.decision) == ("superseded", "replace")
@@ -66,18 +70,42 @@ async def test_replace_supersedes_the_similar_memory_and_keeps_it_as_history(sto
     assert history.valid_until is not None and history.superseded_by == new.memory.id
     assert new.memory.supersedes == [old.memory.id]
     # The model was asked once, with both memories in their own blocks.
-    [(schema, messages)] = model.structured_calls
-    assert schema is MergeChoice
+    [(schema, messages), (check, _)] = model.structured_calls
+    assert (schema, check) == (MergeChoice, StillTrue)  # the update, then its check
     assert messages[0].content == MERGE_DECISION_SYSTEM_PROMPT
     assert f"<saved_memory>\n{OLD_DB}\n</saved_memory>" in messages[1].content
     assert f"<new_memory>\n{NEW_DB}\n</new_memory>" in messages[1].content
     # Idempotent: the same statement again is recognised, and no model is asked.
     [again] = await ltm.aupsert(USER, [fact(NEW_DB)])
-    assert again.action in ("unchanged", "duplicate") and len(model.structured_calls) == 1
+    assert again.action in ("unchanged", "duplicate") and len(model.structured_calls) == 2
+
+
+async def test_an_update_the_model_contradicts_when_asked_the_other_way_keeps_both(store):
+    # Qwen2.5-Coder-1.5B answered `update` for every pair, and `still_true` when asked whether
+    # the saved memory still holds: a model whose two answers disagree retires nothing
+    ltm, model = deciding(store, {"relation": "update", "merged": ""},
+                          {"saved_memory": "still_true"})
+    await ltm.aupsert(USER, [fact(OLD_DB)])
+    [new] = await ltm.aupsert(USER, [fact(NEW_DB)])
+    assert (new.action, new.decision) == ("created", "keep_both")
+    assert current(ltm) == sorted([OLD_DB, NEW_DB])
+    [_, (schema, messages)] = model.structured_calls
+    assert schema is StillTrue and messages[0].content == MERGE_CHECK_SYSTEM_PROMPT
+    assert f"<saved_memory>\n{OLD_DB}\n</saved_memory>" in messages[1].content
+    assert f"<newer_memory>\n{NEW_DB}\n</newer_memory>" in messages[1].content
+
+
+async def test_a_check_that_fails_keeps_both_and_says_why(store):
+    ltm, model = deciding(store, {"relation": "update", "merged": ""}, TimeoutError("slow"))
+    await ltm.aupsert(USER, [fact(OLD_DB)])
+    [new] = await ltm.aupsert(USER, [fact(NEW_DB)])
+    assert (new.action, new.decision) == ("created", "failed")
+    assert "the check before replacing" in new.reason
+    assert current(ltm) == sorted([OLD_DB, NEW_DB])
 
 
 async def test_replace_hands_the_old_memorys_key_to_the_new_one(store):
-    ltm, _ = deciding(store, {"relation": "update", "merged": ""})
+    ltm, _ = deciding(store, {"relation": "update", "merged": ""}, CONFIRMED)
     await ltm.aupsert(USER, [fact(OLD_DB, key="fact.billing_database")])
     [new] = await ltm.aupsert(USER, [fact(NEW_DB)])
     assert new.action == "superseded" and new.memory.key == "fact.billing_database"
@@ -139,7 +167,7 @@ def stored_without_asking(store, *texts: str) -> None:
 
 
 async def test_a_change_no_rule_key_knows_supersedes_a_memory_of_another_category(store):
-    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    ltm, model = deciding(store, {"relation": "update", "merged": ""}, CONFIRMED)
     [old] = await ltm.aupsert(USER, [MemoryCandidate(content="现在用的 Trados 2021",
                                                      category="project")])  # 0.72 to the change
     [new] = await ltm.aupsert(USER, [MemoryCandidate(
@@ -147,19 +175,19 @@ async def test_a_change_no_rule_key_knows_supersedes_a_memory_of_another_categor
     assert (new.action, new.decision) == ("superseded", "replace")
     assert new.memory.category == "preference" and new.memory.supersedes == [old.memory.id]
     assert current(ltm) == ["trados 我不用了 太卡了 换成了 memoQ"]
-    assert len(model.structured_calls) == 1
+    assert len(model.structured_calls) == 2
 
 
 async def test_the_model_is_asked_about_the_next_similar_memory_until_one_is_replaced(store):
     ltm, model = deciding(
         store,
         {"relation": "different_thing", "merged": ""},  # the most similar one
-        {"relation": "update", "merged": ""},  # the next one
+        {"relation": "update", "merged": ""}, CONFIRMED,  # the next one
     )
     stored_without_asking(store, FEES, BUILDIUM)
     [new] = await ltm.aupsert(USER, [fact(TURBOTENANT)])
     assert (new.action, new.decision) == ("superseded", "replace")
-    asked = [messages[1].content for _, messages in model.structured_calls]
+    asked = [messages[1].content for _, messages in model.structured_calls][:2]
     # best first: BUILDIUM (0.49), then FEES (0.46), which the answer replaces
     assert [BUILDIUM in q for q in asked] == [True, False]
     assert [FEES in q for q in asked] == [False, True]
@@ -217,12 +245,12 @@ def update(text: str) -> MemoryCandidate:
 
 
 async def test_an_update_only_statement_replaces_the_memory_it_updates_in_its_category(store):
-    ltm, model = deciding(store, {"relation": "update", "merged": ""})
+    ltm, model = deciding(store, {"relation": "update", "merged": ""}, CONFIRMED)
     [old] = await ltm.aupsert(USER, [MemoryCandidate(content=OLD_DB, category="project")])
     [new] = await ltm.aupsert(USER, [update(NEW_DB)])
     assert (new.action, new.decision) == ("superseded", "replace")
     assert (new.memory.category, new.memory.supersedes) == ("project", [old.memory.id])
-    assert current(ltm) == [NEW_DB] and len(model.structured_calls) == 1
+    assert current(ltm) == [NEW_DB] and len(model.structured_calls) == 2
 
 
 @pytest.mark.parametrize("answer", [
@@ -279,12 +307,12 @@ def test_an_answer_that_never_parses_falls_back_after_one_corrective_retry(store
 
 
 async def test_a_corrective_retry_that_parses_is_applied(store):
-    answers = [{"relation": "newer", "merged": ""}, {"relation": "update", "merged": ""}]
+    answers = [{"relation": "newer", "merged": ""}, {"relation": "update", "merged": ""}, CONFIRMED]
     ltm, model = deciding(store, *answers)
     await ltm.aupsert(USER, [fact(OLD_DB)])
     [new] = await ltm.aupsert(USER, [fact(NEW_DB)])
     assert (new.action, new.decision) == ("superseded", "replace")
-    assert len(model.structured_calls) == 2
+    assert len(model.structured_calls) == 3
 
 
 @pytest.mark.parametrize(
@@ -381,7 +409,7 @@ async def test_consolidate_counts_decisions_and_records_a_failed_one(real_index)
     store = InMemoryStore(index=real_index)
     model = StructuredFakeChatModel(structured_responses=[
         extracted(OLD_DB),
-        extracted(NEW_DB), {"relation": "update", "merged": ""},
+        extracted(NEW_DB), {"relation": "update", "merged": ""}, CONFIRMED,
         extracted(TESTS),
         extracted(TESTS_DETAIL), TimeoutError("the merge decision took too long"),
     ])
