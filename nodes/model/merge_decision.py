@@ -38,7 +38,10 @@ Example:
     >>> class Canned:  # any chat model with structured output
     ...     def with_structured_output(self, schema):
     ...         from langchain_core.runnables import RunnableLambda
-    ...         return RunnableLambda(lambda _: schema(relation="update", merged=""))
+    ...         answer = {"relation": "update", "merged": ""}  # the decision
+    ...         if schema is StillTrue:  # the check before replacing
+    ...             answer = {"saved_memory": "no_longer_true"}
+    ...         return RunnableLambda(lambda _: schema(**answer))
     >>> old = Memory.new("The user lives in Berlin", "fact", 0.8, now="2026-01-01T00:00:00+00:00")
     >>> question = MergeQuestion(old, "The user moved to Lisbon", similarity=0.51)
     >>> asyncio.run(LLMMergeDecider(Canned()).adecide(question)).action
