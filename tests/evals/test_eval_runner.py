@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engram.evals.dialogs.runner import RunSettings, arun_suite
 from engram.evals.dialogs.metrics import Ratio
+from engram.evals.dialogs.runner import RunSettings, arun_suite
 from engram.evals.dialogs.scoring import (
     dialog_rows,
     lost_over_sessions,

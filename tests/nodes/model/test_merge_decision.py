@@ -96,7 +96,7 @@ async def test_an_update_the_model_contradicts_when_asked_the_other_way_keeps_bo
 
 
 async def test_a_check_that_fails_keeps_both_and_says_why(store):
-    ltm, model = deciding(store, {"relation": "update", "merged": ""}, TimeoutError("slow"))
+    ltm, _ = deciding(store, {"relation": "update", "merged": ""}, TimeoutError("slow"))
     await ltm.aupsert(USER, [fact(OLD_DB)])
     [new] = await ltm.aupsert(USER, [fact(NEW_DB)])
     assert (new.action, new.decision) == ("created", "failed")
