@@ -20,14 +20,16 @@ from dataclasses import dataclass
 from engram.stores.secrets.formats import Rule
 
 _IS = (
-    r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+(?:set\s+to|now|still|just|also|always|simply|actually"
-    r"|currently))?\s+|\s*[=:：]\s*|\s+(?:set\s+to|changed\s+to)\s+"
+    r"[\"'`]?(?:\s+(?:is|was|are)(?:\s+(?:gonna|going\s+to)\s+be)?(?:\s+(?:set\s+to|now|still"
+    r"|just|also|always|simply|actually|currently))?\s+|\s+will\s+be\s+|\s*[=:：]\s*"
+    r"|\s+(?:set\s+to|changed\s+to)\s+"
     r"|\s*(?:就|也|还|都|仍然|依然|一直|其实)?(?:是|为|設為|设为|设置为|设成|改成|改为|换成)了?\s*"
     r"|\s*,?\s+(?i:it'?s|its)\s+)"
 )
 """A separator after which whatever follows is the secret (a JSON/YAML key may close its quote);
-an adverb may stand before the value ("the pin is still 4321", "密码还是abc123"), and people
-type "it's" for "is" ("passport no, its HK492817")."""
+an adverb may stand before the value ("the pin is still 4321", "密码还是abc123"), the value may
+be one to come ("the wifi pw is gonna be ...", "will be"), and people type "it's" for "is"
+("passport no, its HK492817")."""
 _QUOTE_OPEN = r"[\"'`“「]"
 _QUOTE_CLOSE = r"[\"'`”」]"
 _END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?](?:\s|$)|$)"
@@ -39,6 +41,8 @@ _DIGITS = r"\d{3,8}"
 _KEYPAD = r"[#*]?(?:\d{3,8}|\d{1,3}(?:-\d{1,3}){2,4})[#*]?"
 """Digits as typed on a keypad, which may start or end with `#` or `*` ("4471#"), or a dial
 combination ("12-34-56")."""
+_KEYED = r"[#*]\d{3,8}[#*]?|\d{3,8}[#*]"
+"""Digits with the `#` or `*` a keypad takes ("4471#"): a code to key in, whatever it opens."""
 _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
 """Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere."""
 _ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
@@ -56,7 +60,7 @@ NOT_A_VALUE = frozenset(
     hidden in on at of for with written shared needed optional mandatory unknown forgotten lost
     ok okay fine good bad new old simple easy hard complex compromised leaked encrypted hashed
     masked protected what which where how none null n/a configured enabled disabled rotated
-    revoked sent emailed case-sensitive password pass passwd pw pwd secret token key
+    revoked sent emailed case-sensitive password pass passwd pw pwd secret token key gonna going
     free available included open public down slow fast working broken off unlimited
     """.split()
 )
@@ -89,9 +93,11 @@ _LABELS: tuple[_Label, ...] = (
            ("cvv", "cvc", "cid", "csc", "security"), _DIGITS, strict=True),
     _Label("card_security_code", r"安全码|(?i:cvv|cvc)码", ("码",), _DIGITS, strict=True,
            space=r"\s*"),
-    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|combo|(?:door|alarm|gate|garage|lock|locker|safe"
+    _Label("password", r"(?i:\b(?:pin(?:\s+(?:code|number))?|passcode|combo(?:\s+lock)?|combination\s+lock|padlock|(?:door|alarm|gate|garage|lock|locker|safe"
            r"|keypad|entry|building|lockbox|key\s+box)\s+(?:code|combination)|key\s*safe|lockbox|key\s+box))",
-           ("pin", "passcode", "code", "combination", "combo", "safe", "box"), _KEYPAD, strict=True),
+           ("pin", "passcode", "code", "combination", "combo", "padlock", "safe", "box"), _KEYPAD,
+           strict=True),
+    _Label("password", r"(?i:\bcode)", ("code",), _KEYED, strict=True),
     _Label("national_id",
            r"(?i:\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?|national\s+insurance(?:\s+(?:number|no\.?))?"
            r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
@@ -136,10 +142,12 @@ _PW_LATER = re.compile(
 """A password typed a few words after its name ("heres the keystore pw in case u need it for the
 gradle config ferry-ks-Pa55!"): only a value that cannot be an ordinary word."""
 _ZH_PASSWORD_LATER = re.compile(
-    _ZH_PASSWORD + r"[^\n，。；！？,;]{1,10}?(?:是|为|[:：])\s*[\"'`“「]?(?P<value>" + _PASSWORD_LIKE
+    _ZH_PASSWORD + r"[^\n，。；！？,;]{0,10}?(?:是|为|[:：]|设的|设了|用的)\s*[\"'`“「]?(?P<value>"
+    + _PASSWORD_LIKE
     + r")" + _END
 )
-"""A Chinese password named a few words before its value ("密码我老忘 是Zhao2025!pin")."""
+"""A Chinese password named a few words before its value ("密码我老忘 是Zhao2025!pin", "密码设的
+Lq2024!ab"): only a value that looks like one."""
 _ZH_ID_LATER = re.compile(
     r"(?:身份证|护照|社保卡?)(?:号码?)?[^\d\n，。；！？,;]{1,8}?(?<![0-9A-Za-z])"
     r"(?P<value>\d{17}[\dXx]|[A-Za-z]{1,2}\d{7,8})(?![0-9A-Za-z])"

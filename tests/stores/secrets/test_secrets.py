@@ -37,6 +37,13 @@ from engram.stores.secrets import REDACTED, redact
         ("wifi pass: sunnyday99", "sunnyday99", "password"),
         ("The key safe by the back door is 4719.", "4719", "password"),
         ("支付密码我输了好几遍258369 是不是被锁了", "258369", "password"),
+        # a value to come, a lock named with its combination, a keypad code, 密码设的
+        ("the guest wifi pw is gonna be Pine-Cone-3318 lol", "Pine-Cone-3318", "password"),
+        ("the new password will be Zq-77-Harbor", "Zq-77-Harbor", "password"),
+        ("the shed has a combo lock, its 9-2-7-4 dont forget", "9-2-7-4", "password"),
+        ("combination lock on my locker is 31-07-22", "31-07-22", "password"),
+        ("storage cage at work, code is 4682* , remind me", "4682", "password"),
+        ("我邮箱密码设的 Qm20010523#x 老忘", "Qm20010523#x", "password"),
         # identity documents
         ("my SSN is 219-09-9999", "219-09-9999", "national_id"),
         ("social security number: 078-05-1120", "078-05-1120", "national_id"),
@@ -129,6 +136,13 @@ def test_a_text_that_is_only_a_secret_says_so(text):
         "密码还是错的",
         "my birthday is 0316 and my pin is different",
         "my password is the name of our street",
+        "the password is going to expire soon",
+        "the password will be required on login",
+        "the combo lock is broken",
+        "zip code is 94110 and the error code is 1603",
+        "the code is 1234 lines long",
+        "dial *611 for support",
+        "密码设的太简单了",
     ],
 )
 def test_ordinary_text_is_left_alone(text):
