@@ -39,7 +39,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, create_model
 
 from engram.nodes.extract.rules import RuleExtractor
-from engram.nodes.extract.updates import update_candidates
 from engram.nodes.model.calls import BoundedCall
 from engram.nodes.prompts import REVIEW_SYSTEM_PROMPT, REVIEW_USER_PROMPT
 from engram.stores.memory.types import Category, MemoryCandidate
@@ -102,12 +101,7 @@ class ReviewExtractor:
             ModelOutputError: The answer was unusable, also after the corrective retry.
             TimeoutError: The call took longer than the timeout.
         """
-        found = self.rules.extract(messages, context=context)
-        proposed = [c for c in found if not c.update_only]
-        named = {tuple(c.message_ids or ()): c for c in found if c.update_only}
-        updates = [  # a change the rules find named keeps what it names (`replaces`)
-            named.get(tuple(u.message_ids or ()), u) for u in update_candidates(messages, proposed)
-        ]
+        proposed, updates = self.rules.propose(messages, context=context)
         if not proposed:
             return updates
         reviewed, rest = proposed[:MAX_CANDIDATES], proposed[MAX_CANDIDATES:]

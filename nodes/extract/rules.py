@@ -126,7 +126,18 @@ class RuleExtractor:
     def extract(
         self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
     ) -> list[MemoryCandidate]:
-        """Candidates from the user's messages, in order, one per statement found."""
+        """Candidates from the user's messages, in order, one per statement found, then the
+        updates that name what they change."""
+        proposed, updates = self.propose(messages, context=context)
+        return [*proposed, *(u for u in updates if u.replaces is not None)]
+
+    def propose(
+        self, messages: Sequence[BaseMessage], *, context: Sequence[BaseMessage] = ()
+    ) -> tuple[list[MemoryCandidate], list[MemoryCandidate]]:
+        """`extract`'s candidates apart: the statements the rules read, and an update-only
+        candidate for each user message they kept nothing from (`engram.nodes.extract.updates`),
+        with what it names as changed (`replaces`; None when it names nothing, or with
+        `follow_changes` off)."""
         earlier = [message_content(m) for m in context if isinstance(m, HumanMessage)]
         question = _question_in(context[-1]) if context else None
         found: dict[str, MemoryCandidate] = {}
@@ -150,12 +161,11 @@ class RuleExtractor:
             earlier.append(text)
             question = None
         proposed = list(found.values())
-        if not self.follow_changes:
-            return proposed
         updates = update_candidates(messages, proposed)
-        for update in updates:
-            update.replaces = retired(update.content)
-        return [*proposed, *(u for u in updates if u.replaces is not None)]
+        if self.follow_changes:
+            for update in updates:
+                update.replaces = retired(update.content)
+        return proposed, updates
 
 
 def _question_in(message: BaseMessage) -> str | None:

@@ -160,6 +160,7 @@ def lexical_terms(text: str) -> list[str]:
     return _default_tokenizer()(text)
 
 
+_CJK_RUN = re.compile(rf"[{_CJK}]+")
 _CJK_FUNCTION_CHARS = frozenset(
     "的了着过是在有和与跟及或把被给让对从向往到为于以之而且但就也都还又再才只很太更最挺真"
     "不没别未我你他她它们这那哪谁啥什么吗呢吧啊呀哦嗯个些一两几要会能可想得地现"
@@ -186,9 +187,6 @@ def topic_terms(text: str) -> set[str]:
         if not term[0].isdigit()
         and not (_CJK_RUN.fullmatch(term) and (len(term) == 1 or set(term) & _CJK_FUNCTION_CHARS))
     }
-
-
-_CJK_RUN = re.compile(rf"[{_CJK}]+")
 
 
 @cache
