@@ -81,7 +81,7 @@ class Context:
     so what no memory holds comes back when asked about; 0 disables. They are found like
     memories (words and meaning, fused)."""
 
-    recall_episodes_first_turn: int = 20
+    recall_episodes_first_turn: int = 30
     """How many archived messages a thread's first turn recalls at most, in place of
     `recall_episodes`: nothing of the conversation is in the prompt yet, and a new session's
     first message often needs what was said in earlier ones without naming it ("dinner for our
@@ -89,17 +89,30 @@ class Context:
     share the memory budget with the memories. `recall_episodes=0` turns archived messages off
     on every turn."""
 
+    recall_replies: int = 1
+    """Of the archived messages a turn recalls, how many may be replies (the assistant's or a
+    tool's) at most. What the user said holds what they told; a reply is mostly advice, long,
+    and would take the places of the user's messages."""
+
+    recall_replies_first_turn: int = 5
+    """`recall_replies` on a thread's first turn."""
+
     episode_min_similarity: float = 0.15
     """An archived message is recalled only when its embedding is at least this similar to the
     recall query's. The scale depends on the embedder: with all-MiniLM-L6-v2, unrelated texts
     score below 0.1, and the message a question needs often only 0.2 to 0.4 when the question
     does not name it ("plan dinners for next week" for the message about a peanut allergy)."""
 
-    episode_min_relevance: float = 0.2
-    """On a store with hybrid search (`ChromaStore`), an archived message is recalled only when
-    its relevance is at least this: the mean of its two channels' scores, each rescaled over its
-    candidates so that the best scores 1 (a message near the bottom of both channels stays
-    out). Other stores rank by similarity alone, and only `episode_min_similarity` applies."""
+    episode_min_relevance: float = 0.05
+    """On a store with hybrid search (`ChromaStore`), a message the user said is recalled from
+    the archive only when its relevance is at least this: the mean of its two channels' scores,
+    each rescaled over its candidates so that the best scores 1 (a message near the bottom of
+    both channels stays out). The bar is low because the message a question needs without
+    naming it often scores only 0.1 to 0.3. Other stores rank by similarity alone, and only
+    `episode_min_similarity` applies."""
+
+    reply_min_relevance: float = 0.2
+    """`episode_min_relevance` for archived replies (the assistant's and tools' messages)."""
 
     recall_timeout_ms: int = 500
     """Recall (memories and episodes) that takes longer is abandoned; the turn goes on without.
@@ -210,8 +223,11 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "recall_k_first_turn": _integer(0),
     "recall_episodes": _integer(0, "0 turns it off"),
     "recall_episodes_first_turn": _integer(0),
+    "recall_replies": _integer(0),
+    "recall_replies_first_turn": _integer(0),
     "episode_min_similarity": _number(-1, 1, "a cosine similarity"),
     "episode_min_relevance": _number(0, 1, "a fused relevance; the best candidate scores 1"),
+    "reply_min_relevance": _number(0, 1, "a fused relevance; the best candidate scores 1"),
     "recall_timeout_ms": _integer(1, "milliseconds"),
     "incognito": _flag,
     "confirm_memories": _flag,

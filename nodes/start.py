@@ -408,10 +408,11 @@ async def recall(
     store: BaseStore, ctx: Context, query: str, *, first_turn: bool = False
 ) -> tuple[list[ScoredMemory], list[SearchItem]]:
     """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
-    `ctx.recall_episodes` archived messages (`ctx.recall_k_first_turn` and
-    `ctx.recall_episodes_first_turn` on a thread's `first_turn`: nothing of the conversation is
-    in the prompt yet), the archived messages at least
-    `ctx.episode_min_similarity` similar and `ctx.episode_min_relevance` relevant.
+    `ctx.recall_episodes` archived messages, at most `ctx.recall_replies` of them replies
+    (`ctx.recall_k_first_turn`, `ctx.recall_episodes_first_turn` and
+    `ctx.recall_replies_first_turn` on a thread's `first_turn`: nothing of the conversation is
+    in the prompt yet), the archived messages at least `ctx.episode_min_similarity` similar and
+    `ctx.episode_min_relevance` relevant (replies `ctx.reply_min_relevance`).
 
     One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`. The first
     recall from a store in this process has `FIRST_RECALL_TIMEOUT_S` instead: it loads what
@@ -436,6 +437,8 @@ async def recall(
                     ctx.user_id, query, k=k,
                     min_similarity=ctx.episode_min_similarity,
                     min_relevance=ctx.episode_min_relevance,
+                    reply_min_relevance=ctx.reply_min_relevance,
+                    max_replies=ctx.recall_replies_first_turn if first_turn else ctx.recall_replies,
                 )
     except TimeoutError:
         raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms") from None

@@ -213,13 +213,20 @@ class LongTermMemory:
         *,
         min_similarity: float = 0.0,
         min_relevance: float = 0.0,
+        reply_min_relevance: float | None = None,
+        max_replies: int | None = None,
     ) -> list[SearchItem]:
         """Recall archived messages: the `k` best matches of `query` that are at least
         `min_similarity` similar to it and at least `min_relevance` relevant, best first; their
         `score` is the relevance (on a hybrid store the fused score of both channels, each
-        rescaled so that its best candidate scores 1; else the similarity)."""
+        rescaled so that its best candidate scores 1; else the similarity). Replies (the
+        assistant's and tools' messages) need `reply_min_relevance` instead when given, and at
+        most `max_replies` of them are returned when given."""
         return await arun_steps(
-            self.store, self._search_episodes(user_id, query, k, min_similarity, min_relevance)
+            self.store,
+            self._search_episodes(
+                user_id, query, k, min_similarity, min_relevance, reply_min_relevance, max_replies
+            ),
         )
 
     def search_episodes(
@@ -230,10 +237,15 @@ class LongTermMemory:
         *,
         min_similarity: float = 0.0,
         min_relevance: float = 0.0,
+        reply_min_relevance: float | None = None,
+        max_replies: int | None = None,
     ) -> list[SearchItem]:
         """Sync `asearch_episodes`."""
         return run_steps(
-            self.store, self._search_episodes(user_id, query, k, min_similarity, min_relevance)
+            self.store,
+            self._search_episodes(
+                user_id, query, k, min_similarity, min_relevance, reply_min_relevance, max_replies
+            ),
         )
 
     async def atouch(self, user_id: str, memory_ids: Sequence[str]) -> list[Memory]:
@@ -418,7 +430,14 @@ class LongTermMemory:
         return list(touched.values())
 
     def _search_episodes(
-        self, user_id: str, query: str, k: int, min_similarity: float, min_relevance: float
+        self,
+        user_id: str,
+        query: str,
+        k: int,
+        min_similarity: float,
+        min_relevance: float,
+        reply_min_relevance: float | None,
+        max_replies: int | None,
     ) -> Steps[list[SearchItem]]:
         return episode_search_steps(
             self.episode_namespace(user_id),
@@ -426,6 +445,8 @@ class LongTermMemory:
             k,
             min_similarity=min_similarity,
             min_relevance=min_relevance,
+            reply_min_relevance=reply_min_relevance,
+            max_replies=max_replies,
             settings=self.recall,
         )
 

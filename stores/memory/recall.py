@@ -116,23 +116,39 @@ def episode_search_steps(
     min_similarity: float,
     settings: RecallSettings,
     min_relevance: float = 0.0,
+    reply_min_relevance: float | None = None,
+    max_replies: int | None = None,
 ) -> Steps[list[SearchItem]]:
     """Archived messages best matching `query` (both channels fused when the store can), each at
     least `min_similarity` similar and, when fused, `min_relevance` relevant; their `score` is
-    the relevance (without fusion: the similarity, which `min_similarity` already bounds)."""
+    the relevance (without fusion: the similarity, which `min_similarity` already bounds).
+
+    Replies (what the assistant or a tool said, not the user) can have a bar of their own,
+    `reply_min_relevance` (None: `min_relevance`), and a cap, `max_replies` (None: no cap): the
+    user's messages hold what the user told, a reply mostly advice that takes many tokens."""
     if k <= 0 or not query.strip():
         return []
-    matches = yield from _match_steps(namespace, query, [{}], k * settings.pool_factor, settings)
-    kept = [
-        (item, relevance)
-        for item, similarity, relevance in matches
-        if similarity >= min_similarity and (relevance >= min_relevance or not settings.hybrid)
-    ]
+    pool = max(k * settings.pool_factor, settings.depth)  # room for the replies left out
+    matches = yield from _match_steps(namespace, query, [{}], pool, settings)
+    reply_bar = min_relevance if reply_min_relevance is None else reply_min_relevance
+    kept: list[tuple[SearchItem, float]] = []
+    replies = 0
+    for item, similarity, relevance in matches:
+        reply = item.value.get("role", "user") != "user"
+        bar = reply_bar if reply else min_relevance
+        if similarity < min_similarity or (settings.hybrid and relevance < bar):
+            continue
+        if reply and max_replies is not None and replies >= max_replies:
+            continue
+        replies += reply
+        kept.append((item, relevance))
+        if len(kept) == k:
+            break
     return [
         SearchItem(
             item.namespace, item.key, item.value, item.created_at, item.updated_at, relevance
         )
-        for item, relevance in kept[:k]
+        for item, relevance in kept
     ]
 
 

@@ -1,11 +1,12 @@
 """A thread's first turn recalls more memories and archived messages than later turns (nothing
 of the conversation is in its prompt yet); `recall_k=0` and `recall_episodes=0` turn them off on
-every turn."""
+every turn; replies take few of the archived messages' places."""
 
 from __future__ import annotations
 
 from fakes import NGramEmbeddings
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.context import Context
@@ -16,7 +17,7 @@ from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 
 def _store() -> InMemoryStore:
     store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
-    said = [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"m{n}") for n in range(24)]
+    said = [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"m{n}") for n in range(40)]
     store.batch(episode_ops(said, user_id="ada", thread_id="old"))
     LongTermMemory(store).upsert("ada", [
         MemoryCandidate(content=f"The user's garden bed {n} grows {plant}", category="fact")
@@ -32,7 +33,7 @@ async def test_the_first_turn_recalls_more_archived_messages() -> None:
     query = "what grows in my garden beds"
     memories, first = await recall(store, ctx, query, first_turn=True)
     later_memories, later = await recall(store, ctx, query)
-    assert len(first) == ctx.recall_episodes_first_turn == 20
+    assert len(first) == ctx.recall_episodes_first_turn == 30
     assert len(later) == ctx.recall_episodes == 5
     assert len(memories) == ctx.recall_k_first_turn == 10
     assert len(later_memories) == ctx.recall_k == 5
@@ -56,3 +57,24 @@ async def test_start_counts_a_thread_s_first_turn_only() -> None:
     )
     assert len(first["episode_ids"]) > len(later["episode_ids"]) == 5
     assert len(first["memory_ids"]) > len(later["memory_ids"]) == 5
+
+
+async def test_replies_take_at_most_recall_replies_places(store: BaseStore) -> None:
+    said: list[BaseMessage] = []
+    for n in range(12):
+        said += [HumanMessage(f"my garden bed number {n} grows tomatoes", id=f"u{n}"),
+                 AIMessage(f"garden bed {n}: tomatoes there need water daily", id=f"a{n}")]
+    store.batch(episode_ops(said, user_id="ada", thread_id="old"))
+    bars = {"episode_min_similarity": 0.0, "episode_min_relevance": 0.0, "reply_min_relevance": 0.0}
+    query = "tomatoes in the garden bed need water daily"
+
+    async def roles(ctx: Context, first_turn: bool) -> list[str]:
+        _, episodes = await recall(store, ctx, query, first_turn=first_turn)
+        return [e.value["role"] for e in episodes]
+
+    ctx = Context(user_id="ada", **bars)
+    assert sorted(await roles(ctx, True)) == ["assistant"] * 5 + ["user"] * 12
+    later = await roles(ctx, False)
+    assert later.count("assistant") == ctx.recall_replies == 1 and len(later) == 5
+    uncapped = Context(user_id="ada", recall_replies_first_turn=30, **bars)
+    assert (await roles(uncapped, True)).count("assistant") == 12
