@@ -114,7 +114,7 @@ _LABELS: tuple[_Label, ...] = (
            ("pass", "pw"), _PASSWORD_LIKE),
     _Label("password", _ZH_PASSWORD, ("密码", "口令"), _PASSWORD_LIKE, space=r"\s*"),
     _Label("api_token",
-           r"(?i:\b(?:secret[_\s]?key|(?:client|app)[_\s]?secret|api[_\s\-]?key|apikey|app[_\s]?key"
+           r"(?i:\b(?:secret[_\s]?key|(?:client|app|api)[_\s]?secret|api[_\s\-]?key|apikey|app[_\s]?key"
            r"|access[_\s]?(?:token|key)"
            r"|auth[_\s]?token|token|private[_\s]?key|(?:aws_)?secret_?access_?key|account_?key"
            r"|shared_?access_?key|signing_?key|encryption_?key|master_?key))",
@@ -148,6 +148,11 @@ _ZH_PASSWORD_LATER = re.compile(
 )
 """A Chinese password named a few words before its value ("密码我老忘 是Zhao2025!pin", "密码设的
 Lq2024!ab"): only a value that looks like one."""
+_ZH_PW_LATER = re.compile(
+    _ZH_PASSWORD + r"[^\n，。；！？,;]{1,20}?(?<![!-~])(?P<value>" + _STRONG + r")" + _END
+)
+"""A Chinese password typed a few words after its name, with no 是 or colon ("登录 密码 我 老忘 你
+记 一下 Gk2025@wh"): only a value that cannot be an ordinary word, as `_PW_LATER`."""
 _ZH_ID_LATER = re.compile(
     r"(?:身份证|护照|社保卡?)(?:号码?)?[^\d\n，。；！？,;]{1,8}?(?<![0-9A-Za-z])"
     r"(?P<value>\d{17}[\dXx]|[A-Za-z]{1,2}\d{7,8})(?![0-9A-Za-z])"
@@ -244,6 +249,7 @@ def label_patterns() -> tuple[Rule, ...]:
     out.append(Rule("password", _PASS, ("pass",)))
     out.append(Rule("password", _ZH_DIGITS_LATER, ("密码",)))
     out.append(Rule("password", _ZH_PASSWORD_LATER, ("密码", "口令")))
+    out.append(Rule("password", _ZH_PW_LATER, ("密码", "口令")))
     out.append(Rule("password", _PW_LATER, ("pass", "pw")))
     out.append(Rule("national_id", _ZH_ID_LATER, ("身份证", "护照", "社保")))
     out += [Rule("api_token", pattern, ("id", "key", "secret", "开放平台", "密钥", "秘钥"))

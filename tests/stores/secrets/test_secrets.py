@@ -44,6 +44,10 @@ from engram.stores.secrets import REDACTED, redact
         ("combination lock on my locker is 31-07-22", "31-07-22", "password"),
         ("storage cage at work, code is 4682* , remind me", "4682", "password"),
         ("我邮箱密码设的 Qm20010523#x 老忘", "Qm20010523#x", "password"),
+        # an API secret; a Chinese password a few words after its name, no 是 or colon
+        ("the GA4 api secret is hT4kQz91LmXw0Rb, where does it go", "hT4kQz91LmXw0Rb", "api_token"),
+        ("登录 密码 我 老忘 你 记 一下 Gk2025@wh 用户名 就是 我", "Gk2025@wh", "password"),
+        ("登录密码我老忘 你记一下Gk2025@wh", "Gk2025@wh", "password"),
         # identity documents
         ("my SSN is 219-09-9999", "219-09-9999", "national_id"),
         ("social security number: 078-05-1120", "078-05-1120", "national_id"),
@@ -143,6 +147,10 @@ def test_a_text_that_is_only_a_secret_says_so(text):
         "the code is 1234 lines long",
         "dial *611 for support",
         "密码设的太简单了",
+        "密码要求 8 位以上 含字母数字和符号",
+        "api secret rotation is scheduled for monday",
+        "the api secret is wrong",
+        "改密码的工单 SEC-2024#4 还没处理",
     ],
 )
 def test_ordinary_text_is_left_alone(text):
