@@ -15,8 +15,9 @@ a memory covers the turns in its `source_message_ids`, an archived message its `
 At k, recall returns up to k memories and up to k archived messages (`Context.recall_k` and
 `Context.recall_episodes` set to k; the similarity floor of episodes stays the default), so k
 counts recalled items per channel, not turns: the numbers are not comparable with engine mode's
-turn ranking. `*_at_default` is what a turn recalls with the default `Context` (5 memories,
-2 archived messages).
+turn ranking. Both speakers are people, so `speaker_b`'s turns, replies to engram, are recalled
+like the user's (`recall_replies=k`, the user's relevance bar). `*_at_default` is what a turn
+recalls with the default `Context` (5 memories, 5 archived messages of which at most 1 reply).
 """
 
 from __future__ import annotations
@@ -248,6 +249,8 @@ async def _recall_coverage(
             user_id=conversation_user(conversation),
             recall_k=k,
             recall_episodes=k,
+            recall_replies=k,
+            reply_min_relevance=Context.episode_min_relevance,
             recall_timeout_ms=RECALL_TIMEOUT_MS,
         )
         memories, episodes = await recall(box.store, ctx, question.text)
