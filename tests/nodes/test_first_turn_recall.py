@@ -78,3 +78,20 @@ async def test_replies_take_at_most_recall_replies_places(store: BaseStore) -> N
     assert later.count("assistant") == ctx.recall_replies == 1 and len(later) == 5
     uncapped = Context(user_id="ada", recall_replies_first_turn=30, **bars)
     assert (await roles(uncapped, True)).count("assistant") == 12
+
+
+async def test_a_reply_needs_reply_min_relevance_where_relevance_is_fused(store: BaseStore) -> None:
+    said = [HumanMessage("my tomatoes need water daily", id="u1"),
+            AIMessage("then water the tomatoes each morning in summer", id="a1")]
+    store.batch(episode_ops(said, user_id="ada", thread_id="old"))
+    query = "my tomatoes need water daily"
+
+    async def roles(reply_bar: float) -> list[str]:
+        ctx = Context(user_id="ada", episode_min_similarity=0.0, episode_min_relevance=0.0,
+                      reply_min_relevance=reply_bar)
+        _, episodes = await recall(store, ctx, query)
+        return sorted(e.value["role"] for e in episodes)
+
+    assert await roles(0.0) == ["assistant", "user"]
+    fused = type(store).__name__ == "ChromaStore"  # other stores rank by similarity alone
+    assert await roles(1.0) == (["user"] if fused else ["assistant", "user"])
