@@ -67,7 +67,7 @@ from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model.merge_decision import decision_counts, decision_failures, make_merge_decider
 from engram.nodes.procedures import learn_procedure
 from engram.nodes.text.tokens import TokenCounter, counter_for_model
-from engram.nodes.text.transcript import from_pending, split_exchanges, to_pending
+from engram.nodes.text.transcript import from_pending, message_time, split_exchanges, to_pending
 from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 from engram.stores.memory.long_term import LongTermMemory, WriteResult
 from engram.stores.memory.pending import PendingMemories, PendingMemory
@@ -258,7 +258,7 @@ def make_consolidate(
                     continue
                 candidates = await fallback.aextract(window, context=context)
                 fallbacks += 1
-            candidates = _most_important(candidates, window, counter, window_tokens)
+            candidates = said_when(_most_important(candidates, window, counter, window_tokens), window)
             ids = [m.id for m in window if m.id]
             try:
                 if ctx.confirm_memories:
@@ -341,6 +341,37 @@ def _most_important(
     logger.warning("kept the %d most important of %d memories found in one window", limit, len(candidates))
     ranked = sorted(range(len(candidates)), key=lambda i: -candidates[i].effective_importance())
     return [candidates[i] for i in sorted(ranked[:limit])]
+
+
+def said_when(
+    candidates: Sequence[MemoryCandidate], window: Sequence[BaseMessage]
+) -> list[MemoryCandidate]:
+    """The candidates with when the user said them (`MemoryCandidate.said_at`, what the memory
+    block dates a memory by): the newest time of the messages each came from, else of the
+    window's user messages; unchanged where no message has a time (`message_time`).
+
+    Example:
+        >>> said = {"timestamp": "2023-05-08T13:56:00"}
+        >>> window = [HumanMessage("I moved to Lisbon", id="m1", additional_kwargs=said)]
+        >>> [c.said_at for c in said_when([MemoryCandidate(content="I moved to Lisbon",
+        ...                                                category="fact")], window)]
+        ['2023-05-08T13:56:00+00:00']
+    """
+    times = {m.id: when for m in window if m.id and (when := _utc_time(m)) is not None}
+    users = [when for m in window if isinstance(m, HumanMessage) and (when := _utc_time(m))]
+    out = []
+    for candidate in candidates:
+        own = [times[i] for i in candidate.message_ids or () if i in times]
+        when = max(own or users, default=None)
+        if candidate.said_at is None and when is not None:
+            candidate = candidate.model_copy(update={"said_at": when.isoformat()})
+        out.append(candidate)
+    return out
+
+
+def _utc_time(message: BaseMessage) -> datetime | None:
+    when = message_time(message)
+    return when if when is None or when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _todo(state: EngramState, seen: set[str]) -> tuple[list[BaseMessage], list[BaseMessage]]:

@@ -2,7 +2,8 @@
 
 Recall brings memories and archived messages (episodes); an episode that adds nothing is left
 out (a message of this thread, or one that a recalled memory holds word for word). The block
-shows the memories a section per category (seed 004's "# USER MEMORY" layout), then the
+shows the memories a section per category (seed 004's "# USER MEMORY" layout), each dated by
+the day the user said it (so a model can tell which of two that disagree is newer), then the
 episodes as quoted messages in date order under their dates, a reply right after the message
 it answers; a procedure (a `skill` memory of tool calls that worked) shows its steps on lines of
 their own. Everything recalled goes through `escape_recalled`, so nothing in it can open or
@@ -32,7 +33,7 @@ from engram.stores.memory.procedures import (
     parse_procedure,
     uses_of,
 )
-from engram.stores.memory.types import Memory, ScoredMemory
+from engram.stores.memory.types import Memory, ScoredMemory, parse_time
 
 EPISODE_CHARS = 400
 """A recalled episode shows at most this many characters."""
@@ -90,7 +91,7 @@ def render_memory_block(
         >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
         >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
         >>> block.splitlines()[4:8]
-        ['# USER MEMORY', '', '## User Preferences', '- Prefers short answers']
+        ['# USER MEMORY', '', '## User Preferences', '- [1 January 2026] Prefers short answers']
     """
     if not memories and not episodes:
         return ""
@@ -212,7 +213,7 @@ def _day_order(date: str) -> tuple[int, datetime]:
 
 
 def _memory_line(memory: Memory) -> str:
-    """A memory's bullet; a procedure's steps on their own lines under it, with how often it
+    """A memory's bullet, dated (`said_on`); a procedure's steps on their own lines under it, with how often it
     worked (`engram.stores.memory.procedures`)."""
     procedure = (
         parse_procedure(memory.content, uses=uses_of(memory.structured_data))
@@ -220,11 +221,25 @@ def _memory_line(memory: Memory) -> str:
         else None
     )
     if procedure is None:
-        return f"- {_one_line(memory.content)}"
+        return f"- {said_on(memory)}{_one_line(memory.content)}"
     times = "once" if procedure.uses == 1 else f"{procedure.uses} times"
     lines = [f"- {_one_line(PROCEDURE_PREFIX + ' ' + procedure.task)} (worked {times})"]
     lines += [f"  {n}. {_one_line(call)}" for n, call in enumerate(procedure.calls, 1)]
     return "\n".join(lines)
+
+
+def said_on(memory: Memory) -> str:
+    """`[8 May 2023] `, the day the user said it (`Memory.valid_from`), or "" if unreadable.
+
+    Example:
+        >>> said_on(Memory.new("I'm vegan", "preference", 0.9, now="2023-05-08T13:56:00+00:00"))
+        '[8 May 2023] '
+    """
+    try:
+        when = parse_time(memory.valid_from)
+    except (TypeError, ValueError):
+        return ""
+    return f"[{when.day} {when:%B %Y}] "
 
 
 def _one_line(text: str) -> str:

@@ -65,6 +65,8 @@ class PendingMemory(BaseModel):
     replaces: str | None = None
     source_thread_id: str | None = None
     source_message_ids: list[str] = Field(default_factory=list)
+    said_at: str | None = None
+    """When the user said it (`MemoryCandidate.said_at`)."""
     created_at: str
 
     def candidate(self) -> MemoryCandidate:
@@ -78,6 +80,7 @@ class PendingMemory(BaseModel):
             structured_data=self.structured_data,
             message_ids=self.source_message_ids or None,
             replaces=self.replaces,
+            said_at=self.said_at,
         )
 
 
@@ -220,6 +223,7 @@ def _propose_steps(
             replaces=redact(candidate.replaces).text if candidate.replaces else None,
             source_thread_id=thread_id,
             source_message_ids=list(candidate.message_ids or message_ids),
+            said_at=candidate.said_at,
             created_at=now,
         )
     if waiting:

@@ -62,6 +62,8 @@ class Memory(BaseModel):
     source_thread_id: str | None = None
     source_message_ids: list[str] = Field(default_factory=list)
     valid_from: str
+    """When the user said it (the newest of its source messages' times,
+    `MemoryCandidate.said_at`), else when it was written; the memory block shows its date."""
     valid_until: str | None = None
     """When a newer memory with the same `key` replaced this one; None while current."""
     supersedes: list[str] = Field(default_factory=list)
@@ -92,15 +94,16 @@ class Memory(BaseModel):
         *,
         now: str,
         id: str | None = None,
+        valid_from: str | None = None,
         **fields: Any,
     ) -> Memory:
-        """A fresh memory valid from `now`."""
+        """A fresh memory written `now`, valid from `valid_from` (default: `now`)."""
         return cls(
             id=id or str(uuid4()),
             content=content,
             category=category,
             importance=importance,
-            valid_from=now,
+            valid_from=valid_from or now,
             created_at=now,
             updated_at=now,
             content_hashes=[content_hash(content)],
@@ -147,6 +150,9 @@ class MemoryCandidate(BaseModel):
     structured_data: dict[str, Any] | None = None
     message_ids: list[str] | None = None
     """The messages this came from; None uses the ids given to `upsert`."""
+    said_at: str | None = None
+    """When the user said it (ISO 8601; `consolidate` sets the newest time of its messages):
+    the memory's `valid_from`. None: when it is written."""
     replaces: str | None = None
     """What this changes: as the assistant's question named it when the user answered it with a
     change ("saving for the GPU?" from "Still saving for the GPU?" - "scratch the gpu, getting a
@@ -176,6 +182,18 @@ class MemoryCandidate(BaseModel):
             return None
         slug = _KEY_CHARS.sub("_", key.strip().lower()).strip("._")
         return slug or None
+
+    @field_validator("said_at")
+    @classmethod
+    def _iso_time(cls, said_at: str | None) -> str | None:
+        if said_at is None:
+            return None
+        try:
+            return parse_time(said_at).isoformat()
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"said_at {said_at!r} is not an ISO 8601 time (e.g. 2026-05-01T09:30:00+00:00)"
+            ) from None
 
     def effective_importance(self) -> float:
         """The importance the policy uses."""

@@ -132,6 +132,7 @@ def upsert_steps(
                 return WriteResult("duplicate", updated, reason="exact duplicate")
 
     new_fields: dict[str, Any] = {
+        "valid_from": candidate.said_at,
         "confidence": candidate.confidence,
         "source_thread_id": thread_id,
         "source_message_ids": sources[-MAX_SOURCE_IDS:],
