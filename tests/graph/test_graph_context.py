@@ -81,7 +81,7 @@ def test_memories_go_in_one_delimited_block_grouped_by_category() -> None:
         < block.index("## Projects")
     )
     # each memory is dated by the day it was said (written now: no message carried a time)
-    assert re.search(r"^- \[\d{1,2} [A-Z][a-z]+ \d{4}\] The user's dog is called Biscuit$", block, re.M)
+    assert re.search(r"^- \[\d{1,2} [A-Z][a-z]+ \d{4}\] The user's dog is called Biscuit$", block, re.MULTILINE)
     assert len(out["built_context"]["memory_ids"]) == 3
     assert out["built_context"]["token_stats"]["memories"] > 0
     assert out["failures"] == []
