@@ -83,7 +83,9 @@ def render_memory_block(
     *,
     template: str = MEMORY_BLOCK_TEMPLATE,
 ) -> str:
-    """One delimited block: a section per category, then the recalled episodes.
+    """One delimited block: a section per category, then the recalled episodes. Each memory
+    shows the day it was said (`said_on`); when all were said on one day, the heading says it
+    once instead.
 
     Example:
         >>> from engram.stores.memory.types import Memory
@@ -91,19 +93,22 @@ def render_memory_block(
         >>> m = Memory.new("Prefers short answers", "preference", 0.9, now=now)
         >>> block = render_memory_block([ScoredMemory(m, score=0.9, similarity=0.9, recency=1.0)])
         >>> block.splitlines()[4:8]
-        ['# USER MEMORY', '', '## User Preferences', '- [1 January 2026] Prefers short answers']
+        ['# USER MEMORY (said on 1 January 2026)', '', '## User Preferences', '- Prefers short answers']
     """
     if not memories and not episodes:
         return ""
+    days = {said_on(scored.memory) for scored in memories}
+    one_day = next(iter(days)) if len(days) == 1 else ""
     grouped: dict[str, list[str]] = {}
     for scored in memories:
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
-        grouped.setdefault(heading, []).append(_memory_line(scored.memory))
+        grouped.setdefault(heading, []).append(_memory_line(scored.memory, dated=not one_day))
     if episodes:
         grouped[EPISODE_HEADING] = episode_lines(episodes)
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
     sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
-    return template.format(sections="\n\n".join(sections))
+    said = f" (said on {one_day[1:-2]})" if one_day else ""
+    return template.format(said=said, sections="\n\n".join(sections))
 
 
 def episode_lines(episodes: Sequence[SearchItem]) -> list[str]:
@@ -212,8 +217,8 @@ def _day_order(date: str) -> tuple[int, datetime]:
         return 1, datetime.min
 
 
-def _memory_line(memory: Memory) -> str:
-    """A memory's bullet, dated (`said_on`); a procedure's steps on their own lines under it, with how often it
+def _memory_line(memory: Memory, *, dated: bool) -> str:
+    """A memory's bullet, `dated` or not (`said_on`); a procedure's steps on their own lines under it, with how often it
     worked (`engram.stores.memory.procedures`)."""
     procedure = (
         parse_procedure(memory.content, uses=uses_of(memory.structured_data))
@@ -221,7 +226,7 @@ def _memory_line(memory: Memory) -> str:
         else None
     )
     if procedure is None:
-        return f"- {said_on(memory)}{_one_line(memory.content)}"
+        return f"- {said_on(memory) if dated else ''}{_one_line(memory.content)}"
     times = "once" if procedure.uses == 1 else f"{procedure.uses} times"
     lines = [f"- {_one_line(PROCEDURE_PREFIX + ' ' + procedure.task)} (worked {times})"]
     lines += [f"  {n}. {_one_line(call)}" for n, call in enumerate(procedure.calls, 1)]

@@ -80,8 +80,9 @@ def test_memories_go_in_one_delimited_block_grouped_by_category() -> None:
         < block.index("## Known Facts")
         < block.index("## Projects")
     )
-    # each memory is dated by the day it was said (written now: no message carried a time)
-    assert re.search(r"^- \[\d{1,2} [A-Z][a-z]+ \d{4}\] The user's dog is called Biscuit$", block, re.MULTILINE)
+    # all three were said on one day (written now: no message carried a time): said once
+    assert re.search(r"^# USER MEMORY \(said on \d{1,2} [A-Z][a-z]+ \d{4}\)$", block, re.MULTILINE)
+    assert "\n- The user's dog is called Biscuit\n" in block
     assert len(out["built_context"]["memory_ids"]) == 3
     assert out["built_context"]["token_stats"]["memories"] > 0
     assert out["failures"] == []

@@ -86,7 +86,7 @@ async def test_memories_written_by_one_thread_are_recalled_in_the_next(store, sa
     config = _config()
     await run(agent, {"messages": [HumanMessage("Which editor theme do I like?")]}, config, ctx)
     system = model.calls[-1][0]
-    assert system.type == "system" and "] I prefer dark mode in every editor\n" in system.content
+    assert system.type == "system" and "- I prefer dark mode in every editor\n" in system.content
     state = agent.get_state(config).values
     assert state["built_context"]["memory_ids"] == [created[0]["memory_id"]]
     assert state["turn"] == 1

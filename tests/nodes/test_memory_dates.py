@@ -56,6 +56,19 @@ def test_a_memory_is_dated_by_its_message_and_a_later_thread_sees_both_days(stor
     assert "- [1 February 2024] We use Linear for tickets now, the team voted." in lines
 
 
+def test_memories_all_said_on_one_day_say_it_once(store: BaseStore) -> None:
+    model = RecordingChatModel(messages=itertools.cycle(["noted."]))
+    graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
+    session(graph, said("We use Jira for tickets at work.", "2023-05-08T09:00:00"),
+            said("I prefer dark mode in every editor.", "2023-05-08T17:30:00"))
+    graph.invoke({"messages": [HumanMessage("which ticket tool and theme do I use?")]},
+                 {"configurable": {"thread_id": "later"}}, context=Context(user_id=USER))
+    system = model.calls[-1][0].text
+    assert "# USER MEMORY (said on 8 May 2023)\n" in system
+    assert set(memory_lines(model)) == {"- We use Jira for tickets at work.",
+                                        "- I prefer dark mode in every editor."}
+
+
 def test_the_day_is_the_one_the_user_was_in() -> None:
     from engram.nodes.consolidate import said_when
 
