@@ -39,11 +39,15 @@ def memory_lines(model: RecordingChatModel) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("- ")]
 
 
-def test_a_memory_is_dated_by_its_message_and_a_later_thread_sees_both_days(store: BaseStore) -> None:
+@pytest.mark.parametrize("work", ["inline", "background"])
+def test_a_memory_is_dated_by_its_message_and_a_later_thread_sees_both_days(
+    store: BaseStore, work: str
+) -> None:
     model = RecordingChatModel(messages=itertools.cycle(["noted."]))
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
-    session(graph, said("We use Jira for tickets at work.", "2023-05-08T13:56:00"))
-    session(graph, said("We use Linear for tickets now, the team voted.", "2024-02-01T09:00:00+00:00"))
+    session(graph, said("We use Jira for tickets at work.", "2023-05-08T13:56:00"), memory_work=work)
+    session(graph, said("We use Linear for tickets now, the team voted.", "2024-02-01T09:00:00+00:00"),
+            memory_work=work)
 
     by_text = {m.content: m for m in LongTermMemory(store).list(USER)}
     assert by_text["We use Jira for tickets at work."].valid_from == "2023-05-08T13:56:00+00:00"
