@@ -106,6 +106,12 @@ FORMATS: tuple[Rule, ...] = (
         ("sg.", "sk", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa", "ltai",
          "akid", ":fx"),
     ),
+    # a Discord bot token: the bot's id in base64, a timestamp, an HMAC, joined by dots
+    Rule(
+        "discord_token",
+        re.compile(r"(?<![\w.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}(?![\w.-])"),
+        (".",),
+    ),
     Rule(
         "jwt",
         re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),

@@ -48,6 +48,8 @@ _PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-
 _ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
 """An identity document's number: 6-24 letters, digits, dashes or spaces before digits, with a
 digit, and maybe a final letter ("QQ 12 34 56 C")."""
+_ACCOUNT_NUMBER = r"\d(?:[ -]?\d){5,33}(?![\d-])"
+"""A bank account number: 6 to 34 digits, maybe grouped by spaces or dashes."""
 _TOKEN_LIKE = r"(?=\S*\d)(?=\S*[A-Za-z])[A-Za-z0-9_\-.+/=]{16,}(?::[A-Za-z0-9]{1,8})?"
 """Letters and digits, 16 or more, and maybe a short `:suffix` (DeepL's keys end in `:fx`)."""
 _ZH_PASSWORD = r"(?:支付|登录|登陆|交易|取款|开机|管理员|数据库|邮箱|WiFi|wifi|WIFI)?(?:密码|口令)"
@@ -109,6 +111,11 @@ _LABELS: tuple[_Label, ...] = (
             "policy"), _ID_NUMBER, strict=True),
     _Label("national_id", r"身份证(?:号码?)?|护照(?:号码?)|社保(?:卡)?号码?|驾(?:驶)?照号码?|驾驶证号码?",
            ("身份证", "护照", "社保", "驾"), _ID_NUMBER, strict=True, space=r"\s*"),
+    _Label("bank_account",
+           r"(?i:\b(?:acct|(?:bank\s+|checking\s+|savings\s+)?account)(?:\s*(?:number|num|no\.?|#))?)",
+           ("acct", "account"), _ACCOUNT_NUMBER, strict=True),
+    _Label("bank_account", r"(?:银行)?(?:账号|帐号|账户|帐户)", ("账", "帐"), _ACCOUNT_NUMBER,
+           strict=True, space=r"\s*"),
     _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _KEYPAD, strict=True, space=r"\s*"),
     _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word|wi-?fi\s+pass(?:code)?))",
            ("pass", "pw"), _PASSWORD_LIKE),

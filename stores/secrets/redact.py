@@ -9,17 +9,18 @@ all that reaches the BM25 index. Detection, in four families, applied in this or
 - **formats** recognisable on their own (`engram.stores.secrets.formats`): PEM private keys,
   OpenAI/Anthropic `sk-...`, AWS access keys and the secret key pasted after one, GitHub,
   GitLab, Slack, Google, Stripe, Hugging Face, npm, PyPI, SendGrid, Twilio and other provider
-  tokens, webhook URLs, JWTs, bearer and basic authorization values, credentials inside URLs
+  tokens, Discord bot tokens, webhook URLs, JWTs, bearer and basic authorization values, credentials inside URLs
   (`postgres://user:pw@host`);
 - **labelled values** (`engram.stores.secrets.labels`): the value after a telling word, English
   or Chinese — passwords, passcodes and PINs (`password: X`, `pw X`, `密码是X`, `口令 X`,
   `PIN 是 1234`; a password beyond doubt a few words after its name), identity, member and
-  policy numbers, login pairs (`login is alice / X`), card security codes, tokens and keys
+  policy numbers, bank account numbers (`acct 3309881244`, `账号 6222...`), login pairs (`login is alice / X`), card security codes, tokens and keys
   (`api key: X`, `aws_secret_access_key = X`, `密钥 X`) and `*_PASSWORD=`, `*_SECRET=`,
   `*_TOKEN=` assignments in any case (`app_secret=X`) and the secret half of an AK/SK pair
   (`ALIYUN_SK=X`, `SK=X`);
 - **card numbers** (`engram.stores.secrets.cards`): 13–19 digits that pass the Luhn check and
-  look like a card, or that follow a card word; **Chinese resident identity numbers**
+  look like a card, or that follow a card word; **IBANs** (`engram.stores.secrets.banks`) that
+  pass the mod-97 check or follow the word IBAN; **Chinese resident identity numbers**
   (`engram.stores.secrets.ids`): 18 characters with a birth date and a valid checksum;
 - **random-looking tokens** (`engram.stores.secrets.entropy`): 32+ characters mixing cases and
   digits with a random string's entropy, such as an AWS secret key on its own.
@@ -38,6 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.stores.secrets.banks import redact_ibans
 from engram.stores.secrets.cards import redact_cards
 from engram.stores.secrets.entropy import redact_random_tokens
 from engram.stores.secrets.formats import FORMATS
@@ -115,6 +117,8 @@ def redact(text: str) -> Redaction:
             kinds.extend([rule.kind] * n)
     text, cards = redact_cards(text, REDACTED)
     kinds.extend(["card_number"] * cards)
+    text, ibans = redact_ibans(text, REDACTED)
+    kinds.extend(["bank_account"] * ibans)
     text, ids = redact_resident_ids(text, REDACTED)
     kinds.extend(["national_id"] * ids)
     text, tokens = redact_random_tokens(text, REDACTED)
