@@ -98,7 +98,7 @@ def render_memory_block(
     if not memories and not episodes:
         return ""
     days = {said_on(scored.memory) for scored in memories}
-    one_day = next(iter(days)) if len(days) == 1 else ""
+    one_day = next(iter(days)) if len(days) == 1 else ""  # said once, on the heading
     grouped: dict[str, list[str]] = {}
     for scored in memories:
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
@@ -107,7 +107,7 @@ def render_memory_block(
         grouped[EPISODE_HEADING] = episode_lines(episodes)
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
     sections = [f"{h}\n" + "\n".join(grouped[h]) for h in order if h in grouped]
-    said = f" (said on {one_day[1:-2]})" if one_day else ""
+    said = f" (said on {one_day})" if one_day else ""
     return template.format(said=said, sections="\n\n".join(sections))
 
 
@@ -218,15 +218,16 @@ def _day_order(date: str) -> tuple[int, datetime]:
 
 
 def _memory_line(memory: Memory, *, dated: bool) -> str:
-    """A memory's bullet, `dated` or not (`said_on`); a procedure's steps on their own lines under it, with how often it
-    worked (`engram.stores.memory.procedures`)."""
+    """A memory's bullet, with the day it was said when `dated` (`said_on`); a procedure's steps
+    on their own lines under it, with how often it worked (`engram.stores.memory.procedures`)."""
     procedure = (
         parse_procedure(memory.content, uses=uses_of(memory.structured_data))
         if is_procedure(memory.structured_data)
         else None
     )
     if procedure is None:
-        return f"- {said_on(memory) if dated else ''}{_one_line(memory.content)}"
+        day = said_on(memory) if dated else ""
+        return f"- [{day}] {_one_line(memory.content)}" if day else f"- {_one_line(memory.content)}"
     times = "once" if procedure.uses == 1 else f"{procedure.uses} times"
     lines = [f"- {_one_line(PROCEDURE_PREFIX + ' ' + procedure.task)} (worked {times})"]
     lines += [f"  {n}. {_one_line(call)}" for n, call in enumerate(procedure.calls, 1)]
@@ -234,17 +235,17 @@ def _memory_line(memory: Memory, *, dated: bool) -> str:
 
 
 def said_on(memory: Memory) -> str:
-    """`[8 May 2023] `, the day the user said it (`Memory.valid_from`), or "" if unreadable.
+    """The day the user said it (`Memory.valid_from`), "8 May 2023", or "" if unreadable.
 
     Example:
         >>> said_on(Memory.new("I'm vegan", "preference", 0.9, now="2023-05-08T13:56:00+00:00"))
-        '[8 May 2023] '
+        '8 May 2023'
     """
     try:
         when = parse_time(memory.valid_from)
     except (TypeError, ValueError):
         return ""
-    return f"[{when.day} {when:%B %Y}] "
+    return f"{when.day} {when:%B %Y}"
 
 
 def _one_line(text: str) -> str:
