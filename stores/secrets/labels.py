@@ -106,9 +106,10 @@ _LABELS: tuple[_Label, ...] = (
            r"\s+(?:id\s+)?(?:card\s+)?(?:number|no\.?|#)|(?:\bmy\s+id|\bid\s+card)\s+(?:number|no\.?|#)"
            r"|tax\s+(?:id|number|file\s+number)|driver'?s\s+licen[cs]e(?:\s+(?:number|no\.?|#))?"
            r"|licen[cs]e\s+(?:number|no\.?)|member(?:ship)?\s+(?:id|number|no\.?|#)"
-           r"|policy\s+(?:number|no\.?|#)))",
+           r"|policy\s+(?:number|no\.?|#)"
+           r"|(?:medicare|medicaid|nhs|health\s+(?:card|insurance))(?:\s+card)?\s+(?:id|number|no\.?|#)))",
            ("ssn", "social", "insurance", "ni", "passport", "id", "tax", "licen", "member",
-            "policy"), _ID_NUMBER, strict=True),
+            "policy", "medic", "nhs", "health"), _ID_NUMBER, strict=True),
     _Label("national_id", r"身份证(?:号码?)?|护照(?:号码?)|社保(?:卡)?号码?|驾(?:驶)?照号码?|驾驶证号码?",
            ("身份证", "护照", "社保", "驾"), _ID_NUMBER, strict=True, space=r"\s*"),
     _Label("bank_account",
@@ -142,9 +143,15 @@ _STRONG = (
 )
 """A password beyond doubt: 8+ printable characters with a letter, a digit and a symbol, not a
 URL, an e-mail address, a date or a ticket id."""
+_LEET = (
+    r"(?=\S*[A-Z])(?=\S*[a-z])(?=\S*[A-Za-z]\d[A-Za-z])(?=\S*\d\D+\d)[A-Za-z0-9_-]{10,}?"
+)
+"""A password as people make them up, with a digit for a letter ("Gr4fana-adm1n-2025"): 10+
+letters, digits, `-` or `_`, mixed case, a digit between two letters and another digit later (a
+name like "K8sCluster" has one)."""
 _PW_LATER = re.compile(
     r"(?i:\b(?:password|passwd|passphrase|pwd|pw))\b[^\n.!?]{1,60}?\s"
-    r"[\"'`“「]?(?P<value>" + _STRONG + r")" + _END
+    r"[\"'`“「]?(?P<value>" + _STRONG + "|" + _LEET + r")" + _END
 )
 """A password typed a few words after its name ("heres the keystore pw in case u need it for the
 gradle config ferry-ks-Pa55!"): only a value that cannot be an ordinary word."""
