@@ -32,7 +32,7 @@ be one to come ("the wifi pw is gonna be ...", "will be"), and people type "it's
 ("passport no, its HK492817")."""
 _QUOTE_OPEN = r"[\"'`“「]"
 _QUOTE_CLOSE = r"[\"'`”」]"
-_END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?](?:\s|$)|$)"
+_END = r"[\"'`“”「」]?(?=[\s，。；！？、,;\"'`“”「」)]|[.!?:](?:\s|$)|$)"
 _VALUE = r"[\"'`“”「」]?(?P<value>[^\s\"'`“”「」，。；！？、,;]+?)" + _END
 _QUOTED = _QUOTE_OPEN + r"(?P<quoted>[^\"'`”」\n]{1,200}?)" + _QUOTE_CLOSE
 """A quoted value: taken whole, whatever it says ('the password is "correct"')."""
@@ -43,8 +43,12 @@ _KEYPAD = r"[#*]?(?:\d{3,8}|\d{1,3}(?:-\d{1,3}){2,4})[#*]?"
 combination ("12-34-56")."""
 _KEYED = r"[#*]\d{3,8}[#*]?|\d{3,8}[#*]"
 """Digits with the `#` or `*` a keypad takes ("4471#"): a code to key in, whatever it opens."""
-_PASSWORD_LIKE = r"(?=[!-+\--:<-~]*(?:\d|[^\w\s]|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))[!-+\--:<-~]{4,}"
-"""Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere."""
+_PASSWORD_LIKE = (
+    r"(?=[!-+\--:<-~]*(?:\d|[^\w\s:]|:(?=[!-~])|[A-Z][!-~]*[a-z]|[a-z][!-~]*[A-Z]))"
+    r"[!-+\--:<-~]{4,}(?<!:)"
+)
+"""Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere, not ending in
+`:` ("password rules: ..." names a topic)."""
 _ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
 """An identity document's number: 6-24 letters, digits, dashes or spaces before digits, with a
 digit, and maybe a final letter ("QQ 12 34 56 C")."""
