@@ -1,7 +1,9 @@
 """What recall adds to a turn's context, and how the memory block shows it.
 
 Recall brings memories and archived messages (episodes); an episode that adds nothing is left
-out (a message of this thread, or one that a recalled memory holds word for word). The block
+out (a message still in this thread's history, or one that a recalled memory holds word for
+word); a message that compaction took out of the thread can come back this way, since the
+summary keeps at most `max_summary_tokens` of what it folded in. The block
 shows the memories a section per category (seed 004's "# USER MEMORY" layout), each dated by
 the day the user said it (so a model can tell which of two that disagree is newer), then the
 episodes as quoted messages in date order under their dates, a reply right after the message
@@ -48,8 +50,8 @@ UNDATED = "[date unknown]"
 def new_episodes(
     episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory], thread: Sequence[BaseMessage]
 ) -> list[SearchItem]:
-    """The episodes that add something: not a message of this thread (it is in the history or
-    the summary already), and not a message a recalled memory already holds word for word.
+    """The episodes that add something: not a message still in `thread` (the prompt shows it
+    already), and not a message a recalled memory already holds word for word.
 
     Example:
         >>> from datetime import datetime
