@@ -46,6 +46,7 @@ from engram.stores.memory.write.decision import (
     merge_problem,
 )
 from engram.stores.memory.write.specifics import conflict
+from engram.stores.memory.write.unchanged import unchanged_sentences
 from engram.stores.steps import AskingSteps, Steps
 
 MAX_SOURCE_IDS = 100
@@ -188,8 +189,12 @@ def upsert_steps(
         old = _named(named, candidate.replaces, settings.replace_floor, sources)
         if old is not None:
             category = old.category if candidate.update_only else candidate.category
-            new = Memory.new(content, category, importance, now=now, id=new_id,
+            # what the old memory also said, which the change leaves as it was, stays current
+            kept = unchanged_sentences(old.content, candidate.replaces)
+            text = merge_content(kept, content) if kept else content
+            new = Memory.new(text, category, importance, now=now, id=new_id,
                              supersedes=[old.id], **{**new_fields, "key": candidate.key or old.key})
+            new = new.model_copy(update={"content_hashes": _extend(new.content_hashes, [digest])})
             return (yield from _supersede(namespace, hash_namespace, [old], new, digest, now,
                                           reason="the user said it changed"))
 
@@ -382,7 +387,7 @@ def _supersede(
         for o in olds
     ]
     yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
-           hash_put(hash_namespace, digest, new.id)]
+           *(hash_put(hash_namespace, h, new.id) for h in dict.fromkeys([digest, *new.content_hashes]))]
     return WriteResult("superseded", new, tuple(replaced), reason=reason)
 
 
