@@ -1,4 +1,5 @@
-"""Card numbers: 13–19 digits that pass the Luhn check, or that follow a card word.
+"""Card numbers: 13–19 digits that pass the Luhn check, or that follow a card word (a few words
+before a number shaped like a card, further for one with a card's shape).
 
 Without a card word nearby, a number must also look like a card: a payment network's first digit
 (2–6) and, when written with spaces or dashes, a card's grouping (4-4-4-4, 4-4-4-4-3, 4-6-5...),
@@ -15,6 +16,9 @@ _CARD_WORD = re.compile(
 )
 _CARD_WORD_WINDOW = 30
 """How many characters before a number a card word may stand to make it a card number."""
+_CARD_SHAPE_WINDOW = 80
+"""The same for a number shaped like a card (`_looks_like_card`) that fails the Luhn check: a card
+typed wrong ("heres my card so u can tell me if im typing it wrong 4716 2039 ...")."""
 _GROUPINGS = ((4, 6, 5), (4, 6, 4))
 """Card groupings other than fours (American Express, Diners Club)."""
 
@@ -42,8 +46,14 @@ def redact_cards(text: str, replacement: str) -> tuple[str, int]:
     def replace(match: re.Match[str]) -> str:
         nonlocal count
         number = match.group(0)
-        before = text[max(0, match.start() - _CARD_WORD_WINDOW) : match.start()]
-        if _CARD_WORD.search(before) or (_looks_like_card(number) and luhn_valid(_digits(number))):
+        near = text[max(0, match.start() - _CARD_WORD_WINDOW) : match.start()]
+        before = text[max(0, match.start() - _CARD_SHAPE_WINDOW) : match.start()]
+        shaped = _looks_like_card(number)
+        if (
+            _CARD_WORD.search(near)
+            or (shaped and luhn_valid(_digits(number)))
+            or (shaped and _CARD_WORD.search(before))
+        ):
             count += 1
             return replacement
         return number
