@@ -28,8 +28,8 @@ class Rule:
 _AWS_PREFIXES = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")
 _AWS_ACCESS_KEY = rf"\b(?:{'|'.join(_AWS_PREFIXES)})[0-9A-Z]{{16}}\b"
 _AWS = tuple(p.lower() for p in _AWS_PREFIXES)
-_GROUP = r"[A-Z0-9]{4,6}"
-_MIXED_GROUP = r"(?=[A-Z]*[0-9])(?=[0-9]*[A-Z])[A-Z0-9]{4,6}(?![A-Z0-9])"
+_GROUP = r"[A-Z0-9]{3,6}"
+_MIXED_GROUP = r"(?=[A-Z]*[0-9])(?=[0-9]*[A-Z])[A-Z0-9]{3,6}(?![A-Z0-9])"
 """A group of a license key with both a letter and a digit."""
 
 FORMATS: tuple[Rule, ...] = (
@@ -90,7 +90,7 @@ FORMATS: tuple[Rule, ...] = (
         "provider_key",
         re.compile(
             r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"  # SendGrid
-            r"|\bSK[0-9a-fA-F]{32}\b"  # Twilio API key
+            r"|\bSK[0-9a-fA-F]{32}\b|\bAC[0-9a-f]{32}\b"  # Twilio API key, account SID
             r"|\bkey-[0-9a-zA-Z]{32}\b"  # Mailgun
             r"|\bdo[opr]_v1_[a-f0-9]{64}\b"  # DigitalOcean
             r"|\bshp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}\b"  # Shopify
@@ -103,7 +103,7 @@ FORMATS: tuple[Rule, ...] = (
             r"|\bLTAI[0-9A-Za-z]{12,24}\b|\bAKID[0-9A-Za-z]{32}\b"  # Alibaba, Tencent Cloud key ids
             r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:fx\b"  # DeepL (free)
         ),
-        ("sg.", "sk", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa", "ltai",
+        ("sg.", "sk", "ac", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa", "ltai",
          "akid", ":fx"),
     ),
     # a Discord bot token: the bot's id in base64, a timestamp, an HMAC, joined by dots
@@ -128,7 +128,7 @@ FORMATS: tuple[Rule, ...] = (
         re.compile(r"(?<![^\s\"'`=(,;])[^\s:/@\"'`=]+:[^\s\"'`]+(?=@(?:tcp6?|udp|unix)\()"),
         ("@tcp(", "@tcp6(", "@udp(", "@unix("),
     ),
-    # a license or product key: four or more dash-separated groups of 4-6 capital letters and
+    # a license or product key: four or more dash-separated groups of 3-6 capital letters and
     # digits, two of them at least mixing both (7HQD-K2MX-PL9V-R4TE-W8ZN-3CYB); a date, a phone
     # or an ISBN has no letter, a build id (BUILD-2024-0612-1530) or a serial with one mixed
     # group (SN12-3456-7890-ABCD) is not a key, a UUID is lower-case hex
