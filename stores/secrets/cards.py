@@ -1,5 +1,5 @@
-"""Card numbers: 13–19 digits that pass the Luhn check, or that follow a card word (a few words
-before a number shaped like a card, further for one with a card's shape).
+"""Card numbers: 13–19 digits that pass the Luhn check, or that follow a card word (within 30
+characters; within 80 for a number grouped like a card, which a card typed wrong still is).
 
 Without a card word nearby, a number must also look like a card: a payment network's first digit
 (2–6) and, when written with spaces or dashes, a card's grouping (4-4-4-4, 4-4-4-4-3, 4-6-5...),

@@ -103,8 +103,8 @@ FORMATS: tuple[Rule, ...] = (
             r"|\bLTAI[0-9A-Za-z]{12,24}\b|\bAKID[0-9A-Za-z]{32}\b"  # Alibaba, Tencent Cloud key ids
             r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:fx\b"  # DeepL (free)
         ),
-        ("sg.", "sk", "ac", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa", "ltai",
-         "akid", ":fx"),
+        ("sg.", "sk", "ac", "key-", "_v1_", "shp", "dapi", "_", "xai-", "pplx-", "atatt3", ":aa",
+         "ltai", "akid", ":fx"),
     ),
     # a Discord bot token: the bot's id in base64, a timestamp, an HMAC, joined by dots
     Rule(

@@ -390,8 +390,9 @@ def _supersede(
         o.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
         for o in olds
     ]
+    hashes = dict.fromkeys([digest, *new.content_hashes])
     yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
-           *(hash_put(hash_namespace, h, new.id) for h in dict.fromkeys([digest, *new.content_hashes]))]
+           *(hash_put(hash_namespace, h, new.id) for h in hashes)]
     return WriteResult("superseded", new, tuple(replaced), reason=reason)
 
 
