@@ -28,8 +28,8 @@ class Rule:
 _AWS_PREFIXES = ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA")
 _AWS_ACCESS_KEY = rf"\b(?:{'|'.join(_AWS_PREFIXES)})[0-9A-Z]{{16}}\b"
 _AWS = tuple(p.lower() for p in _AWS_PREFIXES)
-_GROUP = r"[A-Z0-9]{3,6}"
-_MIXED_GROUP = r"(?=[A-Z]*[0-9])(?=[0-9]*[A-Z])[A-Z0-9]{3,6}(?![A-Z0-9])"
+_GROUP = r"[A-Z0-9]{4,6}"
+_MIXED_GROUP = r"(?=[A-Z]*[0-9])(?=[0-9]*[A-Z])[A-Z0-9]{4,6}(?![A-Z0-9])"
 """A group of a license key with both a letter and a digit."""
 
 FORMATS: tuple[Rule, ...] = (
@@ -128,14 +128,16 @@ FORMATS: tuple[Rule, ...] = (
         re.compile(r"(?<![^\s\"'`=(,;])[^\s:/@\"'`=]+:[^\s\"'`]+(?=@(?:tcp6?|udp|unix)\()"),
         ("@tcp(", "@tcp6(", "@udp(", "@unix("),
     ),
-    # a license or product key: four or more dash-separated groups of 3-6 capital letters and
+    # a license or product key (after a short product prefix, GP8-): four or more dash-separated
+    # groups of 4-6 capital letters and
     # digits, two of them at least mixing both (7HQD-K2MX-PL9V-R4TE-W8ZN-3CYB); a date, a phone
     # or an ISBN has no letter, a build id (BUILD-2024-0612-1530) or a serial with one mixed
     # group (SN12-3456-7890-ABCD) is not a key, a UUID is lower-case hex
     Rule(
         "license_key",
         re.compile(
-            rf"(?<![\w-])(?=(?:{_GROUP}-)*?{_MIXED_GROUP}-(?:{_GROUP}-)*?{_MIXED_GROUP})"
+            rf"(?<![\w-])(?:[A-Z0-9]{{2,3}}-)?"
+            rf"(?=(?:{_GROUP}-)*?{_MIXED_GROUP}-(?:{_GROUP}-)*?{_MIXED_GROUP})"
             rf"(?:{_GROUP}-){{3,}}{_GROUP}(?![\w-])"
         ),
         ("-",),

@@ -49,7 +49,7 @@ _PASSWORD_LIKE = (
 )
 """Printable ASCII but `,` and `;`, with a digit, a symbol or mixed case somewhere, not ending in
 `:` ("password rules: ..." names a topic)."""
-_ID_NUMBER = r"(?=[A-Za-z0-9 -]*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
+_ID_NUMBER = r"(?=(?:[A-Za-z0-9-]| (?=\d))*\d)[A-Za-z0-9](?:[A-Za-z0-9-]| (?=\d)){4,22}[A-Za-z0-9](?: [A-Za-z](?![\w-]))?"
 """An identity document's number: 6-24 letters, digits, dashes or spaces before digits, with a
 digit, and maybe a final letter ("QQ 12 34 56 C")."""
 _ACCOUNT_NUMBER = r"\d(?:[ -]?\d){5,33}(?![\d-])"
@@ -111,7 +111,7 @@ _LABELS: tuple[_Label, ...] = (
            r"|tax\s+(?:id|number|file\s+number)|driver'?s\s+licen[cs]e(?:\s+(?:number|no\.?|#))?"
            r"|licen[cs]e\s+(?:number|no\.?)|member(?:ship)?\s+(?:id|number|no\.?|#)"
            r"|policy\s+(?:number|no\.?|#)"
-           r"|(?:medicare|medicaid|nhs|health\s+(?:card|insurance))(?:\s+card)?\s+(?:id|number|no\.?|#)))",
+           r"|(?:medicare|medicaid|nhs|health\s+(?:card|insurance))(?:\s+card)?(?:\s+(?:id|number|no\.?|#))?))",
            ("ssn", "social", "insurance", "ni", "passport", "id", "tax", "licen", "member",
             "policy", "medic", "nhs", "health"), _ID_NUMBER, strict=True),
     _Label("national_id",
@@ -122,7 +122,7 @@ _LABELS: tuple[_Label, ...] = (
            ("acct", "account"), _ACCOUNT_NUMBER, strict=True),
     _Label("bank_account", r"(?:银行)?(?:账号|帐号|账户|帐户)", ("账", "帐"), _ACCOUNT_NUMBER,
            strict=True, space=r"\s*"),
-    _Label("bank_account", r"(?:账号|帐号|账户|帐户)(?:是|为|[:：])?\s*[\u4e00-\u9fff]{1,8}?(?:银行|行)",
+    _Label("bank_account", r"(?:账号|帐号|账户|帐户)(?:是|为|[:：])?\s*[\u4e00-\u9fff]{1,16}?(?:银行|行)",
            ("账", "帐"), _ACCOUNT_NUMBER, strict=True, space=r"\s*"),
     _Label("password", r"(?i:pin)\s*码|验证码|门禁码", ("码",), _KEYPAD, strict=True, space=r"\s*"),
     _Label("password", r"(?i:\b(?:password|passwd|passphrase|pwd|pw|pass\s+word|wi-?fi\s+pass(?:code)?))",
@@ -151,11 +151,11 @@ _STRONG = (
 """A password beyond doubt: 8+ printable characters with a letter, a digit and a symbol, not a
 URL, an e-mail address, a date or a ticket id."""
 _LEET = (
-    r"(?=\S*[A-Z])(?=\S*[a-z])(?=\S*[A-Za-z]\d[A-Za-z])(?=\S*\d\D+\d)[A-Za-z0-9_-]{10,}?"
+    r"(?=\S*[A-Z])(?=\S*[a-z])(?=\S*[A-Za-z]\d[A-Za-z])(?=[\w-]*\d[A-Za-z_-]+\d)[A-Za-z0-9_-]{10,}?"
 )
 """A password as people make them up, with a digit for a letter ("Gr4fana-adm1n-2025"): 10+
 letters, digits, `-` or `_`, mixed case, a digit between two letters and another digit later (a
-name like "K8sCluster" has one)."""
+name like "K8sCluster" or "OAuth2Proxy" has one)."""
 _PW_LATER = re.compile(
     r"(?i:\b(?:password|passwd|passphrase|pwd|pw))\b[^\n.!?]{1,60}?\s"
     r"[\"'`“「]?(?P<value>" + _STRONG + "|" + _LEET + r")" + _END

@@ -46,7 +46,6 @@ from engram.stores.memory.write.decision import (
     merge_problem,
 )
 from engram.stores.memory.write.specifics import conflict
-from engram.stores.memory.write.unchanged import unchanged_sentences
 from engram.stores.steps import AskingSteps, Steps
 
 MAX_SOURCE_IDS = 100
@@ -66,8 +65,6 @@ class PolicySettings:
     a merge decider about at most (of any category)."""
     replace_floor: float = 0.4
     """Similarity from which a question the user answered with a change names a memory (3b)."""
-    replace_pool: int = 10
-    """How many memories most similar to what a change names step 3b looks at."""
     decision_floor: float | None = None
     """Similarity from which a merge decider is asked about a candidate the rules would not
     merge (`engram.stores.memory.write.decision.DECISION_FLOOR`); None: there is no decider."""
@@ -187,18 +184,12 @@ def upsert_steps(
     #     candidate takes that memory's category
     if candidate.replaces:
         flt = {"current": True, "forgotten": False}
-        (named,) = yield [
-            SearchOp(namespace, flt, limit=settings.replace_pool, query=candidate.replaces)
-        ]
-        old = _named(named, candidate.replaces, content, settings.replace_floor, sources)
+        (named,) = yield [SearchOp(namespace, flt, limit=3, query=candidate.replaces)]
+        old = _named(named, candidate.replaces, settings.replace_floor, sources)
         if old is not None:
             category = old.category if candidate.update_only else candidate.category
-            # what the old memory also said, which the change leaves as it was, stays current
-            kept = unchanged_sentences(old.content, candidate.replaces)
-            text = merge_content(kept, content) if kept else content
-            new = Memory.new(text, category, importance, now=now, id=new_id,
+            new = Memory.new(content, category, importance, now=now, id=new_id,
                              supersedes=[old.id], **{**new_fields, "key": candidate.key or old.key})
-            new = new.model_copy(update={"content_hashes": _extend(new.content_hashes, [digest])})
             return (yield from _supersede(namespace, hash_namespace, [old], new, digest, now,
                                           reason="the user said it changed"))
 
@@ -390,34 +381,24 @@ def _supersede(
         o.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
         for o in olds
     ]
-    hashes = dict.fromkeys([digest, *new.content_hashes])
     yield [*(memory_put(namespace, o) for o in replaced), memory_put(namespace, new),
-           *(hash_put(hash_namespace, h, new.id) for h in hashes)]
+           hash_put(hash_namespace, digest, new.id)]
     return WriteResult("superseded", new, tuple(replaced), reason=reason)
 
 
-def _named(
-    found: list[Any], topic: str, content: str, floor: float, sources: list[str]
-) -> Memory | None:
-    """The memory a change names: of `found`, those at least `floor` similar to what the change
-    names (`topic`) and sharing a topic term with it (`topic_terms`: stemmed words, Chinese
-    bigrams without a function character), so that an embedding's vague likeness never retires a
-    memory alone, and never one taken from the same messages (another statement of the same
-    message); of those, the one sharing the most topic terms with the whole statement (`content`:
-    "数学我换成武忠祥了 张宇讲得太快" names 张宇 too), then the most similar."""
-    terms, said = topic_terms(topic), topic_terms(content)
-    named = [
-        item
-        for item in found
-        if item.score is not None
-        and item.score >= floor
-        and not set(sources) & set(item.value.get("source_message_ids") or ())
-        and terms & topic_terms(item.value["content"])
-    ]
-    if not named:
-        return None
-    best = max(named, key=lambda i: (len(said & topic_terms(i.value["content"])), i.score))
-    return Memory.from_item(best)
+def _named(found: list[Any], topic: str, floor: float, sources: list[str]) -> Memory | None:
+    """The memory a change names: the most similar of `found`, at least `floor` similar to what
+    the change names (`topic`) and sharing a topic term with it (`topic_terms`: stemmed words,
+    Chinese bigrams without a function character), so that an embedding's vague likeness never
+    retires a memory alone;
+    never one taken from the same messages (another statement of the same message)."""
+    terms = topic_terms(topic)
+    for item in found:
+        similar = item.score is not None and item.score >= floor
+        sibling = set(sources) & set(item.value.get("source_message_ids") or ())
+        if similar and not sibling and terms & topic_terms(item.value["content"]):
+            return Memory.from_item(item)
+    return None
 
 
 def _questions(

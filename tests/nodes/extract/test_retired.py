@@ -174,26 +174,3 @@ def test_the_offline_graph_retires_a_fact_the_user_says_changed_in_a_later_threa
     ltm = LongTermMemory(store)
     assert current(ltm) == [SCRATCHED]
     assert [m.content for m in ltm.list(USER, include_superseded=True) if not m.current] == [INGRESS]
-
-
-def test_of_the_memories_a_change_names_the_one_the_whole_statement_names_is_retired(real_index):
-    ltm = LongTermMemory(InMemoryStore(index=real_index))
-    exam = "了解了 专业课408 数学一 英语一 政治 我想考到380"
-    course = "数学现在跟谁的课？ 数学跟的张宇 基础30讲刚开始看"
-    ltm.upsert(USER, [MemoryCandidate(content=t, category="fact") for t in (exam, course)])
-    said(ltm, "暑假留校了 数学我换成武忠祥了 张宇讲得太快我跟不上")
-    retired_now = [m.content for m in ltm.list(USER, include_superseded=True) if not m.current]
-    assert retired_now == [course] and exam in current(ltm)
-
-
-def test_a_change_finds_what_it_names_behind_more_similar_memories(real_index):
-    ltm = LongTermMemory(InMemoryStore(index=real_index))
-    target = "大三 计算机专业 学校是个二本 目标是浙大计算机学硕"
-    others = [
-        "暑假留校了 数学我换成武忠祥了 张宇讲得太快我跟不上",
-        "还有个血的教训 我之前刷了好多题 错题都没整理 现在回头看全忘了 等于白刷",
-        "我准备考研了 想让你帮我规划一下 有点慌",
-    ]
-    ltm.upsert(USER, [MemoryCandidate(content=t, category="fact") for t in [target, *others]])
-    said(ltm, "模考只考了300出头 我决定不考浙大了 改报华东师范大学软件工程专硕")
-    assert [m.content for m in ltm.list(USER, include_superseded=True) if not m.current] == [target]

@@ -181,33 +181,6 @@ def test_an_answer_that_changes_what_was_asked_about_supersedes_it(api):
     assert not api.get(USER, gpu.memory.id).current and api.get(USER, job.memory.id).current
 
 
-def test_a_change_keeps_what_the_retired_memory_also_said(api, store):
-    [both] = api.upsert(USER, [cand(
-        "How far are you from him? im in Columbus, about an hour and a half. "
-        "i go down every other weekend", "fact")])
-    sundays = cand("i'm visiting sundays now instead of every other weekend", "fact",
-                   replaces="i'm visiting sundays now every other weekend")
-    [new] = api.upsert(USER, [sundays])
-    assert new.action == "superseded" and [m.id for m in new.superseded] == [both.memory.id]
-    assert new.memory.content == (
-        "How far are you from him? im in Columbus, about an hour and a half.\n"
-        "i'm visiting sundays now instead of every other weekend"
-    )
-    assert [m.content for m in api.list(USER)] == [new.memory.content]
-    assert "every other weekend" in api.get(USER, both.memory.id).content  # history, whole
-    # the statement alone is a duplicate of the memory that holds it
-    [again] = api.upsert(USER, [cand("i'm visiting sundays now instead of every other weekend", "fact")])
-    assert again.memory.id == new.memory.id and len(api.list(USER)) == 1
-
-
-def test_a_change_retires_a_memory_of_one_sentence_whole(api):
-    [jira] = api.upsert(USER, [cand("we track tickets in Jira, and the board is a mess", "project")])
-    linear = cand("we dropped Jira, tickets live in Linear", "project", replaces="tickets in Jira")
-    [new] = api.upsert(USER, [linear])
-    assert new.action == "superseded" and [m.id for m in new.superseded] == [jira.memory.id]
-    assert new.memory.content == "we dropped Jira, tickets live in Linear"
-
-
 def test_a_change_answer_retires_nothing_the_question_does_not_name(api):
     [job] = api.upsert(USER, [cand("I work shifts at the cinema on weekends", "fact")])
     moved = cand("Still in the old flat? nope, we moved to Leith", "fact", replaces="in the old flat?")
