@@ -129,10 +129,10 @@ FORMATS: tuple[Rule, ...] = (
         ("@tcp(", "@tcp6(", "@udp(", "@unix("),
     ),
     # a license or product key (after a short product prefix, GP8-): four or more dash-separated
-    # groups of 4-6 capital letters and
-    # digits, two of them at least mixing both (7HQD-K2MX-PL9V-R4TE-W8ZN-3CYB); a date, a phone
-    # or an ISBN has no letter, a build id (BUILD-2024-0612-1530) or a serial with one mixed
-    # group (SN12-3456-7890-ABCD) is not a key, a UUID is lower-case hex
+    # groups of 4-6 capital letters and digits, two of them at least mixing both
+    # (7HQD-K2MX-PL9V-R4TE-W8ZN-3CYB); a date, a phone or an ISBN has no letter, a build id
+    # (BUILD-2024-0612-1530) or a serial with one mixed group (SN12-3456-7890-ABCD) is not a key,
+    # a UUID is lower-case hex
     Rule(
         "license_key",
         re.compile(
