@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from engram.stores.secrets.matches import replace_matches, text_before
+
 _CANDIDATE = re.compile(
     r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])"
 )
@@ -31,17 +33,11 @@ def iban_valid(iban: str) -> bool:
 
 def redact_ibans(text: str, replacement: str) -> tuple[str, int]:
     """`text` with every IBAN replaced, and how many there were."""
-    count = 0
+    return replace_matches(_CANDIDATE, text, replacement, _is_iban)
 
-    def replace(match: re.Match[str]) -> str:
-        nonlocal count
-        iban = match.group(0)
-        before = text[max(0, match.start() - _IBAN_WORD_WINDOW) : match.start()]
-        if not 15 <= len(iban.replace(" ", "")) <= 34:
-            return iban
-        if _IBAN_WORD.search(before) or iban_valid(iban):
-            count += 1
-            return replacement
-        return iban
 
-    return _CANDIDATE.sub(replace, text), count
+def _is_iban(match: re.Match[str]) -> bool:
+    iban = match.group(0)
+    if not 15 <= len(iban.replace(" ", "")) <= 34:
+        return False
+    return bool(_IBAN_WORD.search(text_before(match, _IBAN_WORD_WINDOW))) or iban_valid(iban)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from engram.stores.secrets.matches import replace_matches, text_before
+
 _CANDIDATE = re.compile(r"(?<![\d\-+])(?<!\d[ \-])\d(?:[ \-]?\d){12,18}(?![ \-]?\d)(?!-)")
 _CARD_WORD = re.compile(
     r"(?i:\b(?:card|visa|mastercard|amex|debit|credit|iban|cc)\b)|卡号|卡|信用卡|银行卡|借记卡"
@@ -41,24 +43,18 @@ def luhn_valid(digits: str) -> bool:
 
 def redact_cards(text: str, replacement: str) -> tuple[str, int]:
     """`text` with every card number replaced, and how many there were."""
-    count = 0
+    return replace_matches(_CANDIDATE, text, replacement, _is_card)
 
-    def replace(match: re.Match[str]) -> str:
-        nonlocal count
-        number = match.group(0)
-        near = text[max(0, match.start() - _CARD_WORD_WINDOW) : match.start()]
-        before = text[max(0, match.start() - _CARD_SHAPE_WINDOW) : match.start()]
-        shaped = _looks_like_card(number)
-        if (
-            _CARD_WORD.search(near)
-            or (shaped and luhn_valid(_digits(number)))
-            or (shaped and _CARD_WORD.search(before))
-        ):
-            count += 1
-            return replacement
-        return number
 
-    return _CANDIDATE.sub(replace, text), count
+def _is_card(match: re.Match[str]) -> bool:
+    number = match.group(0)
+    if _CARD_WORD.search(text_before(match, _CARD_WORD_WINDOW)):
+        return True
+    if not _looks_like_card(number):
+        return False
+    return luhn_valid(_digits(number)) or bool(
+        _CARD_WORD.search(text_before(match, _CARD_SHAPE_WINDOW))
+    )
 
 
 def _digits(number: str) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from engram.stores.secrets.matches import replace_matches, text_before
+
 _CANDIDATE = re.compile(
     r"(?<![0-9A-Za-z])\d{6}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
     r"(?![0-9A-Za-z])"
@@ -39,15 +41,11 @@ def resident_id_valid(number: str) -> bool:
 
 
 def redact_resident_ids(text: str, replacement: str) -> tuple[str, int]:
-    """`text` with every valid resident identity number replaced, and how many there were."""
-    count = 0
+    """`text` with every resident identity number replaced (valid, or named), and how many there
+    were."""
+    return replace_matches(_CANDIDATE, text, replacement, _is_resident_id)
 
-    def replace(match: re.Match[str]) -> str:
-        nonlocal count
-        named = _ID_WORD.search(text[max(0, match.start() - _ID_WORD_WINDOW) : match.start()])
-        if not resident_id_valid(match.group(0)) and not named:
-            return match.group(0)
-        count += 1
-        return replacement
 
-    return _CANDIDATE.sub(replace, text), count
+def _is_resident_id(match: re.Match[str]) -> bool:
+    named = _ID_WORD.search(text_before(match, _ID_WORD_WINDOW))
+    return resident_id_valid(match.group(0)) or named is not None
