@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
@@ -35,10 +36,12 @@ from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
 from engram.graph.offload import offload_wrappers, with_offload_tools
+from engram.graph.run_context import context_for_run
 from engram.nodes.compact import make_compact, make_route_after_respond
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.offload import Offloader
+from engram.nodes.owner import check_thread_owner
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
 from engram.nodes.state import EngramState
@@ -236,7 +239,12 @@ def default_checkpointer(postgres_url: str | None = None) -> BaseCheckpointSaver
     return ThreadedSqliteSaver.from_path(default_checkpoint_path())
 
 
-def _route_start(state: EngramState) -> str:
+def _route_start(state: EngramState, runtime: Runtime[Context]) -> str:
+    """`consolidate` for a session end, else `start`; a run for another user than the thread's
+    owner is refused here, before LangGraph adds its input to the thread's messages."""
+    ctx = _with_context(runtime).context
+    thread_id = (get_config().get("configurable") or {}).get("thread_id")
+    check_thread_owner(state, ctx.user_id, thread_id)
     return "consolidate" if state.get("end_session") else "start"
 
 
@@ -255,8 +263,11 @@ def _bridge(name: str, node: Node, sync: SyncNode | None = None) -> RunnableLamb
 
 
 def _with_context(runtime: Runtime[Context]) -> Runtime[Context]:
-    """Runs invoked without `context=` get the default `Context()`."""
-    return runtime if runtime.context is not None else runtime.override(context=Context())
+    """The runtime with the run's settings: the default `Context()` for a run invoked without
+    `context=`, and the authenticated user's id when the run has one
+    (`engram.graph.run_context.context_for_run`: a context naming someone else is refused)."""
+    ctx = context_for_run(runtime.context, config=get_config())
+    return runtime if ctx is runtime.context else runtime.override(context=ctx)
 
 
 @cache

@@ -45,6 +45,7 @@ from langchain.agents.middleware import (
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -60,6 +61,7 @@ from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.model.summarize import Summarizer
 from engram.nodes.offload import Offloader
+from engram.nodes.owner import check_thread_owner
 from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
 from engram.nodes.state import EngramState
 from engram.nodes.text.tokens import counter_for_model
@@ -142,8 +144,13 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
 
     @hook_config(can_jump_to=["end"])
     def before_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Send a `{"end_session": True}` run straight to `after_agent` (the flag is written
-        again: it lasts one step)."""
+        """Refuse a run for another user than the thread's owner (`engram.nodes.owner`); send
+        a `{"end_session": True}` run straight to `after_agent` (the flag is written again: it
+        lasts one step)."""
+        config = _run_config()
+        ctx = context_for_run(runtime.context, self.defaults, config)
+        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        check_thread_owner(state, ctx.user_id, thread_id)
         return {"jump_to": "end", "end_session": True} if state.get("end_session") else None
 
     @hook_config(can_jump_to=["end"])
@@ -216,11 +223,9 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
     def _runtime(self, runtime: Runtime[Any]) -> Runtime[Context]:
         """The runtime with engram's settings for this run as its context (from the run's
         config, a context variable of the caller's thread)."""
-        try:
-            config = get_config()
-        except RuntimeError:  # outside a runnable context
-            config = None
-        return runtime.override(context=context_for_run(runtime.context, self.defaults, config))
+        return runtime.override(
+            context=context_for_run(runtime.context, self.defaults, _run_config())
+        )
 
     async def _compact_if_due(
         self, state: EngramAgentState, runtime: Runtime[Context]
@@ -257,7 +262,8 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             )
             built_update = {"built_context": built, "built_for_evictions": evictions}
             if fresh:
-                built_update.update(begin_turn(state), failures=Overwrite(failures))
+                turn = begin_turn(state, ctx.user_id)
+                built_update.update(turn, failures=Overwrite(failures))
             elif failures:
                 built_update["failures"] = failures
             update = merge_updates(update, built_update)
@@ -272,6 +278,14 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             update,
             state["built_context"]["memory_ids"],
         )
+
+
+def _run_config() -> RunnableConfig | None:
+    """The run's config (a context variable of the caller's thread); None outside a run."""
+    try:
+        return get_config()
+    except RuntimeError:  # outside a runnable context
+        return None
 
 
 def _as_system(message: BaseMessage) -> SystemMessage:

@@ -65,6 +65,7 @@ from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, extraction_for, ma
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.model.merge_decision import decision_counts, decision_failures, make_merge_decider
+from engram.nodes.owner import claim
 from engram.nodes.procedures import learn_procedure
 from engram.nodes.text.tokens import TokenCounter, counter_for_model
 from engram.nodes.text.transcript import from_pending, message_time, split_exchanges, to_pending
@@ -166,6 +167,7 @@ def make_consolidate(
         if failure := await _archive_session(state, runtime):
             update = merge_updates(update, {"failures": [failure]})
         update = merge_updates(update, await learn_procedure(state, runtime))
+        update.update(claim(state, runtime.context.user_id))
         if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
             update.update(await _register_thread(runtime))
         if work is not None:

@@ -14,6 +14,10 @@ from typing import Any
 from engram.nodes.prompts import DEFAULT_SYSTEM_PROMPT
 from engram.stores.text import valid_unicode
 
+DEFAULT_USER = "default"
+"""The user of a run that names none. Under authentication, it stands for the authenticated
+user (`engram.graph.run_context`)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
@@ -33,8 +37,10 @@ class Context:
             and says what it accepts.
     """
 
-    user_id: str = "default"
-    """Whose long-term memories are recalled and written (namespace `("memories", user_id)`)."""
+    user_id: str = DEFAULT_USER
+    """Whose long-term memories are recalled and written (namespace `("memories", user_id)`).
+    When the run's request was authenticated (LangGraph auth), it is the authenticated user:
+    leave it out, and a run naming anyone else is refused."""
 
     context_window: int | None = None
     """The answering model's context window in tokens; None looks the model up in a table of

@@ -43,6 +43,7 @@ from langgraph.store.base import BaseStore, SearchItem
 from langgraph.types import Overwrite
 
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
+from engram.nodes.owner import claim
 from engram.nodes.prompts import ELIDED_MESSAGE_NOTE, SUMMARY_BLOCK_TEMPLATE
 from engram.nodes.recalled import new_episodes, render_memory_block
 from engram.nodes.task import render_task_block
@@ -163,8 +164,9 @@ def make_start(
         )
         if work is not None:
             failures += await work.release(jobs, applied, runtime)
+        turn = begin_turn(state, runtime.context.user_id)
         return merge_updates(
-            applied, {**begin_turn(state), "built_context": built, "failures": Overwrite(failures)}
+            applied, {**turn, "built_context": built, "failures": Overwrite(failures)}
         )
 
     return start
@@ -217,12 +219,14 @@ async def prepare_context(
     return built, failures
 
 
-def begin_turn(state: EngramState) -> dict[str, Any]:
-    """The bookkeeping of a new turn: its input stamped with the time, the turn counters up."""
+def begin_turn(state: EngramState, user_id: str) -> dict[str, Any]:
+    """The bookkeeping of a new turn: its input stamped with the time, the turn counters up,
+    and the thread's owner recorded on its first turn (`engram.nodes.owner`)."""
     messages = state["messages"]
     stamped = stamp_messages(messages[current_input_start(messages) :])
     return {
         **({"messages": stamped} if stamped else {}),
+        **claim(state, user_id),
         "turn": state.get("turn", 0) + 1,
         "turns_since_consolidation": state.get("turns_since_consolidation", 0) + 1,
     }

@@ -187,10 +187,13 @@ class EngramState(TypedDict):
     """Background jobs of this thread whose result is not applied yet (`engram.nodes.work.background`):
     `{"id", "kind", "user_id", ...}` plus what the job needs to run again after a crash (a
     consolidation's messages, a compaction's message ids). `start` applies finished ones."""
+    owner: NotRequired[str]
+    """The user who started this thread (its first run's); a run for anyone else is refused
+    before it reads or writes anything (`engram.nodes.owner`)."""
     registered_user: NotRequired[str]
     """The user this thread is recorded for in the store's thread registry (`("threads",
-    user_id)`), so that deleting the user deletes this thread too; `consolidate` registers the
-    thread again when a run's user differs."""
+    user_id)`), so that deleting the user deletes this thread too: its owner, once
+    `consolidate` registered it."""
     task_state: NotRequired[TaskState]
     """What the agent is working on: goal, steps done and to do, findings. Updated at
     compaction from the messages it folds; never evicted with them."""

@@ -4,12 +4,12 @@ a namespace label.
 Every namespace is `(<kind>, <label>)`, where `<label>` is `user_label(user_id)`, so a user's
 data is found, counted and deleted by its second label (`engram.stores.memory.users`).
 
-Any non-empty string is a user id (e-mail addresses, `*`, `/`, spaces, CJK, ...; not one made
-only of whitespace). Three
-characters cannot appear in a label as they are: `.` (LangGraph forbids it in labels), `*` (a
-wildcard when namespaces are listed) and `%` (the escape character itself). `user_label`
-writes each of them as `%` and its two hex digits (`%2E`, `%2A`, `%25`), the way URLs do, and
-leaves every other character alone: `"alice"` stays `"alice"`, `"alice@example.com"` becomes
+Any non-empty string is a user id (e-mail addresses, `*`, `/`, spaces, CJK, control
+characters, ...; not one made only of whitespace). Four characters cannot appear in a label as
+they are: `.` and NUL (LangGraph forbids them in labels), `*` (a wildcard when namespaces are
+listed) and `%` (the escape character itself). `user_label` writes each of them as `%` and its
+two hex digits (`%2E`, `%00`, `%2A`, `%25`), the way URLs do, and leaves every other character
+alone: `"alice"` stays `"alice"`, `"alice@example.com"` becomes
 `"alice@example%2Ecom"`, `"*"` becomes `"%2A"`. The mapping is reversible (`user_of_label`), and
 no two ids share a label. User-facing output (stats, export, the CLI) shows the id, never the
 label.
@@ -55,10 +55,10 @@ USER_ROOTS = (
 )
 """Every namespace root engram keys by user."""
 
-ESCAPED = {"%": "%25", ".": "%2E", "*": "%2A"}
+ESCAPED = {"%": "%25", ".": "%2E", "*": "%2A", "\x00": "%00"}
 """The characters a label cannot hold as they are, and how `user_label` writes them."""
-_ESCAPE = re.compile("[%.*]")
-_UNESCAPE = re.compile("%(25|2E|2A)")
+_ESCAPE = re.compile("[%.*\x00]")
+_UNESCAPE = re.compile("%(25|2E|2A|00)")
 _UNESCAPED = {code[1:]: char for char, code in ESCAPED.items()}
 
 
@@ -77,11 +77,14 @@ def check_user(user_id: str) -> str:
 
 
 def user_label(user_id: str) -> str:
-    """The namespace label of a user id: the id, with `%`, `.` and `*` escaped.
+    """The namespace label of a user id: the id, with `%`, `.`, `*` and NUL escaped.
 
     Example:
         >>> user_label("alice"), user_label("alice@example.com"), user_label("*")
         ('alice', 'alice@example%2Ecom', '%2A')
+        >>> user_label("alice" + chr(0))
+        'alice%00'
+
 
     Raises:
         ValueError: `user_id` is not a non-empty string.

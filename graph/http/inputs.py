@@ -68,7 +68,8 @@ async def json_body(request: Request, model: type[M]) -> M:
 
     Raises:
         ApiError: The body is not `application/json` (415), larger than `MAX_BODY_BYTES` (413),
-            not a JSON object, or not what `model` accepts (400).
+            not a JSON object (nested too deeply to read included), or not what `model`
+            accepts (400).
     """
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != "application/json":
@@ -82,6 +83,10 @@ async def json_body(request: Request, model: type[M]) -> M:
         value = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the body is not valid JSON ({exc}): send a JSON object") from None
+    except RecursionError:
+        raise ApiError(
+            400, "the body nests arrays or objects too deeply to read: send a flat JSON object"
+        ) from None
     if not isinstance(value, dict):
         raise ApiError(400, f"the body must be a JSON object, got {type(value).__name__}")
     try:

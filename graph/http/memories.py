@@ -48,7 +48,7 @@ from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.manage.journal import JournalEntry
 from engram.stores.memory.markdown.format import render_markdown, status_of
 from engram.stores.memory.types import Memory, parse_time, utc_now
-from engram.stores.memory.users import memories_steps, stats_steps
+from engram.stores.memory.users import memories_steps, readable_memories_steps, stats_steps
 from engram.stores.namespaces import journal_namespace, memory_namespace
 from engram.stores.steps import Steps, arun_steps
 
@@ -86,13 +86,17 @@ class MemoryApi:
         ]
 
     async def list(self, request: Request) -> Response:
-        """A page of the user's memories, most recently updated first, with the total."""
+        """A page of the user's memories, most recently updated first, with the total; the keys
+        of items in their memory namespace that are not memories (`unreadable`) are listed
+        apart."""
         user = self.user(request)
         limit, offset = paging(request.query_params)
         wanted = categories(request.query_params)
         which = state(request.query_params)
         text = text_filter(request.query_params).casefold()
-        memories = await arun_steps(await self.source.get(), memories_steps(user))
+        memories, unreadable = await arun_steps(
+            await self.source.get(), readable_memories_steps(user)
+        )
         shown = [
             m
             for m in memories
@@ -108,6 +112,7 @@ class MemoryApi:
                 "limit": limit,
                 "offset": offset,
                 "memories": [memory_json(m) for m in shown[offset : offset + limit]],
+                "unreadable": unreadable,
             }
         )
 

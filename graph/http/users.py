@@ -14,12 +14,18 @@ development only, the user the `X-Engram-User` header names.
 
 Any non-empty string is a user id (`engram.stores.namespaces`); an id made only of whitespace is
 refused (400).
+
+A request that changes memories (any method but GET, HEAD and OPTIONS) must carry what a form on
+another site cannot send: `Content-Type: application/json` or the `X-Engram-User` header (a page
+on another origin can set either only after a CORS preflight the server refuses); and an
+`Origin`, when the browser sends one, must be the server's own. Otherwise a session cookie that
+the browser adds by itself would let any site's form act for the signed-in person (403).
 """
 
 from __future__ import annotations
 
 import os
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from starlette.requests import Request
 
@@ -32,6 +38,8 @@ LOCAL_DEV_VARIANT = ("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")
 AUTH_ENV = "LANGGRAPH_AUTH"
 """Set by the LangGraph server when langgraph.json configures auth."""
 MAX_USER_CHARS = 1000
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that change nothing; every other one is checked against cross-site requests."""
 
 
 def header_allowed_by_default() -> bool:
@@ -45,9 +53,11 @@ def request_user(request: Request, *, header_allowed: bool) -> str:
     """The user id whose memories `request` may read and change.
 
     Raises:
-        ApiError: No user (401), a header naming another user than the authenticated one (403),
-            or a header that is not a user id (400).
+        ApiError: No user (401), a header naming another user than the authenticated one or a
+            change sent the way another site's form could send it (403), or a header that is
+            not a user id (400).
     """
+    check_not_cross_site(request)
     named = _header_user(request)
     authenticated = _authenticated_identity(request)
     if authenticated is not None:
@@ -73,6 +83,32 @@ def request_user(request: Request, *, header_allowed: bool) -> str:
             f"you mean (local development), e.g. {USER_HEADER}: alice",
         )
     return named
+
+
+def check_not_cross_site(request: Request) -> None:
+    """Refuse a change that another site's page could have made the browser send.
+
+    Raises:
+        ApiError: A changing request without a JSON content type or `X-Engram-User`, or with an
+            `Origin` other than the server's own (403).
+    """
+    if request.method in SAFE_METHODS:
+        return
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != "application/json" and USER_HEADER not in request.headers:
+        raise ApiError(
+            403,
+            "a request that changes memories must be sent with Content-Type: application/json "
+            f"(a body is optional) or with {USER_HEADER}: a form on another site can send "
+            "neither, so it cannot act for a signed-in person",
+        )
+    origin = request.headers.get("origin")
+    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+        raise ApiError(
+            403,
+            f"this request comes from a page of another origin ({origin}); the memory API "
+            "takes changes only from its own origin",
+        )
 
 
 def _authenticated_identity(request: Request) -> str | None:

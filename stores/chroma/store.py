@@ -128,7 +128,8 @@ class ChromaStore(BaseStore):
         self._folder = process_lock.folder_lock_for(client, self._reopen)
         with self._folder.hold():
             self._items = self._open_collection(client)
-            if upgrade.upgrade(self._items, self._max_batch):
+            earliest_layout = upgrade.upgrade(self._items, self._max_batch) > 0
+            if earliest_layout:
                 self._folder.writing()
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
@@ -160,10 +161,12 @@ class ChromaStore(BaseStore):
         self._stop_sweeping = threading.Event()
         if self._items.count():
             self._remove_tombstones(everyone=True)
+        if not relabel.labels_current(self._items):
             relabel.relabel_users(
                 self,
+                self._items,
+                as_typed=earliest_layout,
                 lexical=self.lexical.index if self.lexical else None,
-                collection_id=str(self._items.id),
             )
         if ttl and ttl.get("sweep_interval_minutes"):
             self.start_ttl_sweeper()
@@ -518,8 +521,10 @@ class ChromaStore(BaseStore):
             self.lexical.collection = self._items
 
     def _open_collection(self, client: ClientAPI) -> Collection:
+        # a new collection holds today's labels from the start (`relabel`)
+        metadata = {"hnsw:space": "cosine", relabel.LABELS_MARK: relabel.LABELS_VERSION}
         return client.get_or_create_collection(
-            self.collection_name, embedding_function=None, metadata={"hnsw:space": "cosine"}
+            self.collection_name, embedding_function=None, metadata=metadata
         )
 
     def _read_replaced(self, batch: plan.Plan) -> None:

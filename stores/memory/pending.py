@@ -218,7 +218,7 @@ def _propose_steps(
             category=candidate.category,
             importance=candidate.effective_importance(),
             confidence=candidate.confidence,
-            key=candidate.key,
+            key=redact(candidate.key).text if candidate.key else None,
             structured_data=redact_data(candidate.structured_data),
             replaces=redact(candidate.replaces).text if candidate.replaces else None,
             source_thread_id=thread_id,

@@ -69,10 +69,12 @@ def search_steps(
     matches = yield from _match_steps(
         namespace, query, filters, max(k * settings.pool_factor, k), settings
     )
+    readable, _ = Memory.readable(item for item, _, _ in matches)
+    by_id = {m.id: m for m in readable}
     scored = []
     for item, similarity, relevance in matches:
-        memory = Memory.from_item(item)
-        if similarity < settings.min_similarity:
+        memory = by_id.get(item.key)
+        if memory is None or similarity < settings.min_similarity:
             continue
         rec = recency(_last_used(memory), now, settings.half_life_days)
         score = combined_score(relevance, memory.importance, rec, settings.weights)
@@ -101,7 +103,7 @@ def touch_steps(
     stamp = now.isoformat()
     touched = [
         m.model_copy(update={"access_count": m.access_count + 1, "last_accessed": stamp})
-        for m in (Memory.from_item(item) for item in found if item is not None)
+        for m in Memory.readable(item for item in found if item is not None)[0]
     ]
     if touched:
         yield [memory_put(namespace, m) for m in touched]

@@ -9,19 +9,23 @@ so nothing filters on `valid_until` itself).
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 from uuid import uuid4
 
 from langgraph.store.base import Item, PutOp
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, field_validator
 
 from engram.stores.memory.categories import CATEGORIES, Category  # noqa: F401  (re-exported)
 from engram.stores.memory.content import MAX_CONTENT_CHARS, content_problem
 from engram.stores.text import valid_unicode
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_IMPORTANCE: dict[str, float] = {
     "preference": 0.9,
@@ -112,8 +116,44 @@ class Memory(BaseModel):
 
     @classmethod
     def from_item(cls, item: Item) -> Memory:
-        """Read a memory back from a store item."""
+        """Read a memory back from a store item.
+
+        Raises:
+            pydantic.ValidationError: The item is not a memory.
+        """
         return cls.model_validate({**item.value, "id": item.key})
+
+    @classmethod
+    def readable(cls, items: Iterable[Item]) -> tuple[list[Memory], list[str]]:
+        """The items that read as memories, and the keys of those that do not: an item that
+        something other than engram put in a memory namespace (through a store API, say) is
+        skipped, so that it cannot hide the others.
+
+        Example:
+            >>> from langgraph.store.base import Item
+            >>> now = datetime.now(timezone.utc)
+            >>> stamps = dict.fromkeys(["created_at", "updated_at", "valid_from"], now.isoformat())
+            >>> good = {"content": "I use Vim", "category": "preference", "importance": 0.9, **stamps}
+            >>> items = [Item(value=v, key=k, namespace=("memories", "a"), created_at=now,
+            ...               updated_at=now) for k, v in [("m1", good), ("x", {"junk": 1})]]
+            >>> memories, unreadable = Memory.readable(items)
+            >>> ([m.content for m in memories], unreadable)
+            (['I use Vim'], ['x'])
+        """
+        memories: list[Memory] = []
+        unreadable: list[str] = []
+        for item in items:
+            try:
+                memories.append(cls.from_item(item))
+            except ValidationError:
+                unreadable.append(item.key)
+        if unreadable:
+            logger.warning(
+                "skipped %d store items that are not memories (keys: %s)",
+                len(unreadable),
+                ", ".join(unreadable[:5]),
+            )
+        return memories, unreadable
 
     def to_value(self) -> dict[str, Any]:
         """The store value (JSON-safe; includes the derived `current` flag)."""
@@ -326,8 +366,8 @@ INDEX_FIELDS = ["content"]
 def memory_put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
     """The store write of a memory (indexed on its content).
 
-    Every write of a memory goes through here, so its content and `structured_data` are redacted
-    here too (`engram.stores.secrets`): whichever path wrote it (the write policy, an edit, a
+    Every write of a memory goes through here, so its content, `key` and `structured_data` are
+    redacted here too (`engram.stores.secrets`): whichever path wrote it (the write policy, an edit, a
     merge, maintenance, an import, an access update of a memory stored before a redaction rule
     existed), no secret reaches the store or its BM25 index.
     """
@@ -336,6 +376,7 @@ def memory_put(namespace: tuple[str, ...], memory: Memory) -> PutOp:
 
     value = memory.to_value()
     value["content"] = redact(value["content"]).text
+    value["key"] = redact(value["key"]).text if value.get("key") else value.get("key")
     value["structured_data"] = redact_data(value["structured_data"])
     return PutOp(namespace, memory.id, value, index=INDEX_FIELDS)
 

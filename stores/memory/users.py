@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import sqlite3
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,13 @@ def register_thread_op(user_id: str, thread_id: str, now: str) -> PutOp:
     )
 
 
+def thread_owner(values: Mapping[str, Any]) -> str | None:
+    """The user a thread belongs to, from its state (a checkpoint's channel values): `owner`,
+    the user of its first run; for a thread run before engram recorded owners, the user its
+    registry entry is under (`registered_user`). None for a thread no run has claimed."""
+    return values.get("owner") or values.get("registered_user")
+
+
 @dataclass(frozen=True)
 class UserStats:
     """What engram holds about one user."""
@@ -106,6 +114,9 @@ class UserStats:
     """`created_at` of the newest active memory."""
     namespaces: dict[str, int] = field(default_factory=dict)
     """Items per namespace root (`memories`, `episodes`, `threads`, ...)."""
+    unreadable: int = 0
+    """Items of the memory namespace that are not memories (put there by something other
+    than engram), left out of every other count."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
@@ -148,9 +159,17 @@ def items_steps(
 
 
 def memories_steps(user_id: str) -> Steps[list[Memory]]:
-    """All of a user's memories, in any state (current, superseded, forgotten)."""
+    """All of a user's memories, in any state (current, superseded, forgotten); an item of
+    their memory namespace that is not a memory is skipped (`Memory.readable`)."""
+    memories, _ = yield from readable_memories_steps(user_id)
+    return memories
+
+
+def readable_memories_steps(user_id: str) -> Steps[tuple[list[Memory], list[str]]]:
+    """All of a user's memories, and the keys of the items of their memory namespace that are
+    not memories (skipped)."""
     items = yield from items_steps(memory_namespace(user_id))
-    return [Memory.from_item(i) for i in items]
+    return Memory.readable(items)
 
 
 def user_namespaces_steps(user_id: str) -> Steps[list[tuple[str, ...]]]:
@@ -178,11 +197,11 @@ def users_steps() -> Steps[list[str]]:
 
 def stats_steps(user_id: str) -> Steps[UserStats]:
     """Counts of a user's memories by state and category, and of items per namespace."""
-    memories = yield from memories_steps(user_id)
+    memories, unreadable = yield from readable_memories_steps(user_id)
     namespaces: dict[str, int] = {}
     for namespace in (yield from user_namespaces_steps(user_id)):
         if namespace == memory_namespace(user_id):
-            count = len(memories)
+            count = len(memories) + len(unreadable)
         else:
             count = len((yield from items_steps(namespace)))
         namespaces[namespace[0]] = namespaces.get(namespace[0], 0) + count
@@ -200,6 +219,7 @@ def stats_steps(user_id: str) -> Steps[UserStats]:
         oldest=created[0] if created else None,
         newest=created[-1] if created else None,
         namespaces=dict(sorted(namespaces.items())),
+        unreadable=len(unreadable),
     )
 
 
@@ -317,8 +337,8 @@ async def adelete_thread(
         The store items deleted per namespace root (`episodes`, `tool_results`, ...).
 
     Raises:
-        ValueError: `thread_id` is not a non-empty string, or the thread's checkpoints say
-            another user ran it (`registered_user`): nothing is deleted then.
+        ValueError: `thread_id` is not a non-empty string, or the thread's checkpoints say it
+            belongs to another user (`thread_owner`): nothing is deleted then.
     """
     _check_thread(thread_id)
     if checkpointer is not None:
@@ -380,14 +400,14 @@ def purge_store(store: BaseStore) -> None:
 
 
 def _check_owner(found: Any, user_id: str, thread_id: str) -> None:
-    """Refuse a thread whose checkpoints say another user ran it last (`registered_user`):
+    """Refuse a thread whose checkpoints say it belongs to another user (`thread_owner`):
     checkpoints are keyed by the thread id alone."""
     values = found.checkpoint.get("channel_values", {}) if found is not None else {}
-    owner = values.get("registered_user")
+    owner = thread_owner(values)
     if owner is not None and owner != user_id:
         raise ValueError(
-            f"thread {thread_id!r} was run by another user than {user_id!r}: nothing was "
-            "deleted; delete it with the id of the user who ran it"
+            f"thread {thread_id!r} belongs to another user than {user_id!r}: nothing was "
+            "deleted; delete it with the id of the user who started it"
         )
 
 

@@ -146,7 +146,7 @@ async def test_another_user_cannot_delete_a_thread_by_its_id(mode: str) -> None:
     config = {"configurable": {"thread_id": "support-42"}}
     app.invoke({"messages": [HumanMessage("my account number is 1234")]}, config,
                context=Context(user_id="alice"))
-    with pytest.raises(ValueError, match="was run by another user than 'mallory'"):
+    with pytest.raises(ValueError, match="belongs to another user than 'mallory'"):
         if mode == "sync":
             delete_thread(store, "mallory", "support-42", checkpointer=saver)
         else:

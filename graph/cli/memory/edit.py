@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import Data, Json, User, Yes, command
 from engram.graph.cli.memory.support import (
@@ -17,12 +16,14 @@ from engram.graph.cli.memory.support import (
     CliError,
     ensure_user,
     err,
+    esc,
     given_user,
     open_backend,
     out,
     print_json,
     read_stdin_text,
     resolve_id,
+    shown,
     stored_counts,
     user_or_default,
     validation_message,
@@ -151,7 +152,8 @@ def forget(
         return
     out.print(
         f"forgot [cyan]{memory.id}[/cyan]: {esc(memory.content)}\n"
-        f"undo with: engram memory restore {memory.id[:SHORT_ID]} --user {shlex.quote(user_id)}",
+        f"undo with: engram memory restore {memory.id[:SHORT_ID]} --user "
+        + esc(shlex.quote(user_id)),
         highlight=False,
     )
 
@@ -216,7 +218,7 @@ def delete(
             return
         memory = resolve_id(backend, user_id, memory_id or "")
         if not yes:
-            out.print(f"[{memory.category}] {memory.content}", markup=False, highlight=False)
+            out.print(f"[{memory.category}] {shown(memory.content)}", markup=False, highlight=False)
             typer.confirm(
                 f"Delete memory {memory.id} for good (forget keeps it restorable)?", abort=True
             )

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import Data, Json, User, command
 from engram.graph.cli.memory.support import (
@@ -16,6 +15,7 @@ from engram.graph.cli.memory.support import (
     CliError,
     ensure_user,
     err,
+    esc,
     given_user,
     known_users,
     maintenance_table,

@@ -10,13 +10,13 @@ from functools import wraps
 from typing import Annotated, Any, TypeVar
 
 import typer
-from rich.markup import escape as esc
 
 from engram.graph.cli.memory.support import (
     DEFAULT_USER,
     cli_error,
     collector_paused_until_open,
     err,
+    esc,
     no_idle_blas_threads,
 )
 from engram.stores.memory.categories import CATEGORIES

@@ -7,16 +7,17 @@ import shlex
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import Data, Json, User, command
 from engram.graph.cli.memory.support import (
     SHORT_ID,
     Backend,
     CliError,
+    esc,
     open_backend,
     out,
     print_json,
+    shown,
     user_or_default,
 )
 
@@ -47,7 +48,7 @@ def pending(user: User = None, as_json: Json = False, data: Data = None) -> None
             f"[cyan]{p.id[:SHORT_ID]}[/cyan] {esc(f'[{p.category}]')} {esc(p.content)}",
             highlight=False,
         )
-    who = shlex.quote(user_id)
+    who = shown(shlex.quote(user_id))
     out.print(
         f"save with: engram memory approve ID --user {who}; "
         f"discard with: engram memory reject ID --user {who}",
@@ -125,7 +126,7 @@ def _chosen(
         if not matches:
             raise CliError(
                 f"no pending memory {given!r} for user {user_id!r}; "
-                f"`engram memory pending --user {shlex.quote(user_id)}` shows the ids"
+                f"`engram memory pending --user {shown(shlex.quote(user_id))}` shows the ids"
             )
         if len(matches) > 1:
             raise CliError(f"id prefix {given!r} matches {len(matches)} pending memories; "

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import (
     CATEGORY_HELP,
@@ -27,6 +26,7 @@ from engram.graph.cli.memory.support import (
     CliError,
     all_memories,
     ensure_user,
+    esc,
     given_user,
     known_users,
     memory_table,
@@ -34,6 +34,7 @@ from engram.graph.cli.memory.support import (
     out,
     print_json,
     resolve_id,
+    shown,
     stats_table,
     user_or_default,
 )
@@ -157,7 +158,7 @@ def show(
     out.print(
         f"[bold cyan]{memory.id}[/bold cyan]  [bold]{memory.category}[/bold]  {status_of(memory)}"
     )
-    out.print(memory.content, markup=False, highlight=False)
+    out.print(shown(memory.content), markup=False, highlight=False)
     fields = memory.to_value()
     for name in (
         "importance",

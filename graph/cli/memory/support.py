@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
@@ -281,6 +282,28 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(str(error["msg"]).removeprefix("Value error, ") for error in exc.errors())
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters that steer a terminal or reorder text (escape sequences, NUL, bidi overrides); a
+tab and a line break are left as they are."""
+
+
+def shown(text: str) -> str:
+    r"""`text` with every control character written out (`\x1b` for ESC): what people
+    stored is printed, never obeyed by the terminal.
+
+    Example:
+        >>> shown("red\x1b[31m alert\x00")
+        'red\\x1b[31m alert\\x00'
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def esc(text: str) -> str:
+    """`text` to put in rich markup: control characters written out (`shown`), markup
+    escaped."""
+    return markup_escape(shown(text))
+
+
 def known_users(store: BaseStore) -> list[str]:
     """Users with memories."""
     from engram.stores.memory.users import users_steps
@@ -298,18 +321,30 @@ def all_memories(backend: Backend, user_id: str) -> list[Memory]:
         CliError: The user has nothing stored at all, or the memories could not be read
             consistently (exit 1).
     """
-    from engram.stores.memory.users import memories_steps
+    from engram.stores.memory.users import readable_memories_steps
     from engram.stores.namespaces import memory_namespace
     from engram.stores.steps import run_steps
 
-    memories = run_steps(backend.store, memories_steps(user_id))
-    if not memories and memory_namespace(user_id) in _stored_namespaces(backend, user_id):
-        memories = run_steps(backend.store, memories_steps(user_id))
-        if not memories:
+    memories, unreadable = run_steps(backend.store, readable_memories_steps(user_id))
+    if (
+        not memories
+        and not unreadable
+        and memory_namespace(user_id) in _stored_namespaces(backend, user_id)
+    ):
+        memories, unreadable = run_steps(backend.store, readable_memories_steps(user_id))
+        if not memories and not unreadable:
             raise CliError(
                 f"the memories of {user_id!r} in {backend.where} could not be read: the store "
                 "lists them, yet reading them found none; nothing was answered: try again"
             )
+    if unreadable:
+        err.print(
+            f"warning: {len(unreadable)} items of {user_id!r}'s memories are not memories (put "
+            "there by something other than engram) and were skipped: "
+            + shown(", ".join(unreadable[:5])),
+            markup=False,
+            highlight=False,
+        )
     return memories
 
 
@@ -396,7 +431,7 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
         )
     raise CliError(
         f"no memory {given!r} for user {user_id!r}; "
-        f"`engram memory list --user {shlex.quote(user_id)} --all` "
+        f"`engram memory list --user {shown(shlex.quote(user_id))} --all` "
         "shows the ids"
     )
 
@@ -442,7 +477,7 @@ def memory_table(
         row: list[str | Text] = [memory.id[:SHORT_ID]]
         if scores is not None:
             row.append(f"{scores[n]:.3f}")
-        row += [memory.category, f"{memory.importance:.2f}", Text(memory.content)]
+        row += [memory.category, f"{memory.importance:.2f}", Text(shown(memory.content))]
         if show_state:
             row.append(status_of(memory))
         row.append(str(memory.access_count))
@@ -457,7 +492,7 @@ def stats_table(found: list[UserStats], where: str) -> Table:
     table = Table(title=Text(f"memories in {where}"), box=box.SIMPLE_HEAD, pad_edge=False)
     if len(found) == 1:
         [s] = found
-        table.add_column(Text(s.user_id), style="bold")
+        table.add_column(Text(shown(s.user_id)), style="bold")
         table.add_column("", overflow="fold")
         mean = f"{s.mean_importance:.2f}" if s.mean_importance is not None else "-"
         rows = [
@@ -482,7 +517,7 @@ def stats_table(found: list[UserStats], where: str) -> Table:
         table.add_column(column, justify="right", no_wrap=True)
     for s in found:
         table.add_row(
-            Text(s.user_id),
+            Text(shown(s.user_id)),
             str(s.active),
             str(s.forgotten),
             str(s.superseded),

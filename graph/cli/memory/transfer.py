@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape as esc
 
 from engram.graph.cli.memory.options import (
     All,
@@ -29,10 +28,12 @@ from engram.graph.cli.memory.support import (
     all_memories,
     decode_utf8,
     err,
+    esc,
     open_backend,
     out,
     print_json,
     read_stdin_text,
+    shown,
     user_or_default,
 )
 
@@ -88,12 +89,12 @@ def export(
             include_superseded=superseded or all_,
         )
     if out_file is None:
-        sys.stdout.write(text)
+        sys.stdout.write(shown(text) if sys.stdout.isatty() else text)
         return
     out_file.write_text(text, encoding="utf-8")
     err.print(
         f"wrote {out_file}; edit it, then: "
-        f"engram memory import {out_file} --user {shlex.quote(user_id)}",
+        f"engram memory import {out_file} --user {shown(shlex.quote(user_id))}",
         markup=False,
         highlight=False,
     )
@@ -203,7 +204,7 @@ def _print_plan(plan: ImportPlan) -> None:
                 out.print(f"    [red]- {esc(c.before)}[/red]", highlight=False)
                 out.print(f"    [green]+ {esc(c.content)}[/green]", highlight=False)
         else:
-            out.print(f"    {c.content}", markup=False, highlight=False)
+            out.print(f"    {shown(c.content)}", markup=False, highlight=False)
     for warning in plan.warnings:
         err.print(f"[yellow]note:[/yellow] {esc(warning)}", highlight=False)
     if not plan.changes:

@@ -15,8 +15,8 @@ A restored memory counts as confirmed by its owner (`updated_at` = now), so the 
 maintenance run does not forget it again at once. A memory superseded by a newer value of its
 `key` is not restored: that would make two current values of one attribute.
 
-`delete_memory_steps` removes a memory for good, with its duplicate-registry records and journal
-entry. `LongTermMemory.restore` and `LongTermMemory.delete` run these steps.
+`delete_memory_steps` removes a memory for good, with its older versions (what it superseded),
+their duplicate-registry records and journal entries. `LongTermMemory.restore` and `LongTermMemory.delete` run these steps.
 """
 
 from __future__ import annotations
@@ -129,13 +129,44 @@ def restore_steps(user_id: str, memory_id: str, now: str) -> Steps[RestoreResult
 
 
 def delete_memory_steps(user_id: str, memory_id: str) -> Steps[bool]:
-    """Delete a memory for good, with its duplicate records and its journal entry; False if absent."""
-    deleted = yield from delete_steps(
-        memory_namespace(user_id), hash_namespace(user_id), memory_id
-    )
-    if deleted:
-        yield [PutOp(journal_namespace(user_id), memory_id, None)]
-    return deleted
+    """Delete a memory for good, with the older versions it replaced (what it `supersedes`, and
+    what those superseded, ...: they hold the same fact's earlier text), their duplicate
+    records and journal entries; a newer version that replaced it stops naming it. False if
+    absent."""
+    namespace, journal = memory_namespace(user_id), journal_namespace(user_id)
+    (item,) = yield [GetOp(namespace, memory_id)]
+    if item is None:
+        return False
+    memory = Memory.from_item(item)
+    history = yield from _older_versions(namespace, memory)
+    for gone in [memory, *history]:
+        yield from delete_steps(namespace, hash_namespace(user_id), gone.id)
+        yield [PutOp(journal, gone.id, None)]
+    if memory.superseded_by is not None:
+        (newer,) = yield [GetOp(namespace, memory.superseded_by)]
+        if newer is not None:
+            kept = Memory.from_item(newer)
+            remaining = [i for i in kept.supersedes if i != memory.id]
+            yield [memory_put(namespace, kept.model_copy(update={"supersedes": remaining}))]
+    return True
+
+
+def _older_versions(namespace: tuple[str, ...], memory: Memory) -> Steps[list[Memory]]:
+    """The memories `memory` replaced, and those they replaced, ... (each one only while its
+    `superseded_by` names the one that lists it)."""
+    found: list[Memory] = []
+    seen = {memory.id}
+    newer = [memory]
+    while wanted := [(n.id, i) for n in newer for i in n.supersedes if i not in seen]:
+        seen.update(i for _, i in wanted)
+        items = yield [GetOp(namespace, i) for _, i in wanted]
+        newer = [
+            older
+            for (by, _), item in zip(wanted, items)
+            if item is not None and (older := Memory.from_item(item)).superseded_by == by
+        ]
+        found.extend(newer)
+    return found
 
 
 def _retire_if_all_back(

@@ -102,6 +102,8 @@ def upsert_steps(
         return WriteResult("dropped", reason="the candidate was only a secret")
     content = redacted.text.strip()
     structured = redact_data(candidate.structured_data)
+    if candidate.key:  # compared with stored keys, which are redacted (`memory_put`)
+        candidate = candidate.model_copy(update={"key": redact(candidate.key).text})
     importance = candidate.effective_importance()
     if importance < settings.min_importance:
         return WriteResult("dropped", reason=f"importance {importance} < {settings.min_importance}")
@@ -148,7 +150,9 @@ def upsert_steps(
         (found,) = yield [
             SearchOp(namespace, {"key": candidate.key, "current": True}, limit=50, query=content)
         ]
-        olds = [Memory.from_item(i) for i in found]
+        olds, _ = Memory.readable(found)
+        readable = {m.id for m in olds}
+        found = [i for i in found if i.key in readable]  # in the order of olds
         if is_procedure(structured):
             same = [old for old in olds if same_procedure(old.structured_data, structured)]
         else:
@@ -294,7 +298,7 @@ def list_steps(
     flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
     filters = [{**flt, "category": c} for c in categories] if categories else [flt]
     results = yield [SearchOp(namespace, f or None, limit=offset + limit) for f in filters]
-    found = [Memory.from_item(i) for r in results for i in r]
+    found, _ = Memory.readable(i for r in results for i in r)
     found.sort(key=lambda m: parse_time(m.updated_at), reverse=True)
     return found[offset : offset + limit]
 

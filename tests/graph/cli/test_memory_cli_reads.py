@@ -50,26 +50,26 @@ def test_a_read_that_times_out_on_the_folder_lock_is_an_error(data, monkeypatch)
 
 def test_memories_read_as_none_while_listed_are_read_again(data, monkeypatch):
     bees = cli("add", "--user", "bob", "Bob keeps bees on the roof", "--json")["memory"]
-    real = users.memories_steps
+    real = users.readable_memories_steps
     torn = iter([True])  # the first read answers nothing, as a read of a torn file would
 
     def first_read_torn(user_id: str) -> Any:
         found = yield from real(user_id)
-        return [] if next(torn, False) else found
+        return ([], []) if next(torn, False) else found
 
-    monkeypatch.setattr(users, "memories_steps", first_read_torn)
+    monkeypatch.setattr(users, "readable_memories_steps", first_read_torn)
     assert [m["id"] for m in cli("list", "--user", "bob", "--json")] == [bees["id"]]
 
 
 def test_memories_that_keep_reading_as_none_while_listed_are_an_error(data, monkeypatch):
     cli("add", "--user", "bob", "Bob keeps bees on the roof")
-    real = users.memories_steps
+    real = users.readable_memories_steps
 
     def always_torn(user_id: str) -> Any:
         yield from real(user_id)
-        return []
+        return [], []
 
-    monkeypatch.setattr(users, "memories_steps", always_torn)
+    monkeypatch.setattr(users, "readable_memories_steps", always_torn)
     for command in (["list"], ["export"]):
         result = cli(*command, "--user", "bob", code=1)
         assert "the memories of 'bob'" in said(result) and "could not be read" in said(result)

@@ -24,6 +24,7 @@ from engram.stores.chroma import upgrade as chroma_upgrade
 from engram.stores.chroma.plan import item_document
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.lexical.hybrid import HybridSearchOp
+from engram.stores.namespaces import memory_namespace
 
 EMBED = NGramEmbeddings()
 NOW = time.time()
@@ -206,3 +207,19 @@ def test_a_record_written_in_the_old_layout_after_the_upgrade_gets_a_clear_error
     reopened = _open(old_folder)  # which upgrades it
     assert reopened.get(("memories", "ada"), "late").value == {"content": "written by an old engram"}
     reopened.close()
+
+
+def test_ids_that_read_like_escapes_stay_apart_when_their_labels_are_moved(tmp_path):
+    """Layout 1 took each id as its label: `50%off`, `50%25off` and `a%2Eb` are three users,
+    though today's label of `50%off` is `50%25off` and `a%2Eb` reads as today's label of
+    `a.b`. Each keeps its own memories, under today's label of its own id."""
+    client = chromadb.PersistentClient(str(tmp_path))
+    raw = client.get_or_create_collection("engram", metadata={"hnsw:space": "cosine"})
+    for n, user in enumerate(("50%off", "50%25off", "a%2Eb", "*")):
+        _layout1(raw, ("memories", user), f"m{n}", {"content": f"{user} owns memory {n}"},
+                 texts=[f"{user} owns memory {n}"], created=1000.0, updated=1000.0)
+    with _open(tmp_path) as store:
+        for n, user in enumerate(("50%off", "50%25off", "a%2Eb", "*")):
+            found = store.search(memory_namespace(user))
+            assert [i.value["content"] for i in found] == [f"{user} owns memory {n}"]
+        assert store.search(memory_namespace("a.b")) == []  # the label "a%2Eb" reads as

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from engram.graph import Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
+from engram.stores.chroma import relabel
 from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 from engram.stores.memory.users import stats_steps, users_steps
@@ -198,6 +199,7 @@ def test_old_labels_are_moved_to_todays_when_the_store_opens(tmp_path):
         ]
     )
     old.close()
+    client.get_collection("old").modify(metadata={"created_by": "an earlier engram"})  # no mark
 
     store = ChromaStore(client, collection="old", index=index)
     ltm = LongTermMemory(store)
@@ -213,6 +215,7 @@ def test_old_labels_are_moved_to_todays_when_the_store_opens(tmp_path):
     ]
     assert store.get(("memory_hashes", "%2A"), "h1").value == {"memory_id": "m1"}
     store.close()
+    assert relabel.labels_current(client.get_collection("old"))  # the next open lists nothing
 
 
 def _memory(memory_id: str, content: str) -> dict[str, Any]:
