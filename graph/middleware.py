@@ -4,7 +4,10 @@ The hooks run the graph's own node logic (`engram.nodes`), so an agent and the g
 alike:
 
 - `before_agent`: a run with `{"end_session": True}` skips the model and goes straight to
-  `after_agent` (the graph routes such a run to `consolidate`);
+  `after_agent` (the graph routes such a run to `consolidate`); so does a run for another user
+  than the thread's owner, or one naming another user than the signed-in one, with its input
+  removed from the thread, and `after_agent` refuses it (`ThreadOwnerError`,
+  `UserMismatchError`) before anything is read or written (`engram.nodes.owner`);
 - `before_model`: the compaction check and `compact` (incremental summary, an AI message with
   tool calls kept with its results, evicted messages archived as episodes, `context.compacted`);
 - `wrap_model_call` / `awrap_model_call`: on a turn's first model call, `start`'s recall and
@@ -44,7 +47,13 @@ from langchain.agents.middleware import (
 )
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.graph.message import add_messages
@@ -55,13 +64,13 @@ from langgraph.types import Command, Overwrite
 from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
 from engram.graph.offload import AsyncToolHandler, ToolHandler, offload_tools, offload_wrappers
-from engram.graph.run_context import context_for_run
+from engram.graph.run_context import UserMismatchError, context_for_run
 from engram.nodes.compact import make_compact, should_compact
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.model.summarize import Summarizer
 from engram.nodes.offload import Offloader
-from engram.nodes.owner import check_thread_owner
+from engram.nodes.owner import ThreadOwnerError, check_thread_owner
 from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
 from engram.nodes.state import EngramState
 from engram.nodes.text.tokens import counter_for_model
@@ -78,6 +87,9 @@ class EngramAgentState(AgentState[Any], EngramState):  # type: ignore[misc]
     built_for_evictions: NotRequired[Annotated[int, PrivateStateAttr]]
     """`evicted_message_count` when `built_context` was made: a compaction since makes the next
     model call of the turn build the context again."""
+    owner_seen: NotRequired[Annotated[str, PrivateStateAttr]]
+    """The id of the thread's newest message when a run of its owner last began or ended: what
+    follows it when a refused run begins is that run's input."""
 
 
 @dataclass(frozen=True)
@@ -144,14 +156,16 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
 
     @hook_config(can_jump_to=["end"])
     def before_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Refuse a run for another user than the thread's owner (`engram.nodes.owner`); send
-        a `{"end_session": True}` run straight to `after_agent` (the flag is written again: it
-        lasts one step)."""
-        config = _run_config()
-        ctx = context_for_run(runtime.context, self.defaults, config)
-        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
-        check_thread_owner(state, ctx.user_id, thread_id)
-        return {"jump_to": "end", "end_session": True} if state.get("end_session") else None
+        """Send a `{"end_session": True}` run straight to `after_agent` (the flag is written
+        again: it lasts one step). A run for another user than the thread's owner, or naming
+        another user than the signed-in one, goes there too, its input removed from the
+        thread: `after_agent` refuses it before anything is read or written."""
+        if self._refusal(state, runtime) is not None:
+            return {"jump_to": "end", "messages": _input_since(state, state.get("owner_seen"))}
+        update: dict[str, Any] = _seen(state)
+        if state.get("end_session"):
+            update.update(jump_to="end", end_session=True)
+        return update or None
 
     @hook_config(can_jump_to=["end"])
     async def abefore_agent(
@@ -211,14 +225,33 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
     async def aafter_agent(
         self, state: EngramAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Extract long-term memories when due (`engram.nodes.consolidate`)."""
-        return await self._consolidate(state, self._runtime(runtime))
+        """Extract long-term memories when due (`engram.nodes.consolidate`).
+
+        Raises:
+            ThreadOwnerError: The thread belongs to another user.
+            UserMismatchError: The run names another user than the signed-in one.
+        """
+        if (refusal := self._refusal(state, runtime)) is not None:
+            raise refusal
+        return {**(await self._consolidate(state, self._runtime(runtime)) or {}), **_seen(state)}
 
     def after_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Sync `aafter_agent`."""
-        return run_sync(self._consolidate(state, self._runtime(runtime)))
+        return run_sync(self.aafter_agent(state, runtime))
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _refusal(self, state: EngramAgentState, runtime: Runtime[Any]) -> ValueError | None:
+        """Why this run may not go on (`engram.nodes.owner`, `engram.graph.run_context`), or
+        None."""
+        config = _run_config()
+        try:
+            ctx = context_for_run(runtime.context, self.defaults, config)
+            thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+            check_thread_owner(state, ctx.user_id, thread_id)
+        except (ThreadOwnerError, UserMismatchError) as refusal:
+            return refusal
+        return None
 
     def _runtime(self, runtime: Runtime[Any]) -> Runtime[Context]:
         """The runtime with engram's settings for this run as its context (from the run's
@@ -278,6 +311,22 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             update,
             state["built_context"]["memory_ids"],
         )
+
+
+def _seen(state: EngramAgentState) -> dict[str, Any]:
+    """`owner_seen` for the thread's newest message."""
+    messages = state.get("messages") or []
+    newest = messages[-1].id if messages else None
+    return {"owner_seen": newest} if newest and newest != state.get("owner_seen") else {}
+
+
+def _input_since(state: EngramAgentState, seen: str | None) -> list[RemoveMessage]:
+    """The removal of a refused run's input: the messages after `seen` (for a thread from
+    before engram kept it, those after its last reply)."""
+    messages = list(state.get("messages") or [])
+    ids = [m.id for m in messages]
+    start = ids.index(seen) + 1 if seen in ids else current_input_start(messages)
+    return [RemoveMessage(id=m.id) for m in messages[start:] if m.id]
 
 
 def _run_config() -> RunnableConfig | None:

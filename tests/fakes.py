@@ -214,6 +214,15 @@ def studio_chat_model() -> RecordingChatModel:
     return RecordingChatModel(messages=itertools.cycle(["Noted, thanks for telling me."]))
 
 
+def studio_agent_model() -> ToolCallingChatModel:
+    """The model of the `create_agent` agent the deployment test serves: every turn searches
+    the user's memories (`search_memory`), then answers."""
+    search = {"name": "search_memory", "args": {"query": "what do I eat"}, "id": "search-1"}
+    return ToolCallingChatModel(
+        messages=itertools.cycle([AIMessage("", tool_calls=[search]), AIMessage("Found it.")])
+    )
+
+
 def compression_model() -> StructuredFakeChatModel:
     """A memory model for `engram memory maintain --model tests/fakes.py:compression_model`:
     it compresses the first three memories it is shown into one."""

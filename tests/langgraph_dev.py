@@ -65,9 +65,17 @@ class LangGraphDev:
 
 
 @contextmanager
-def langgraph_dev(data: Path) -> Iterator[LangGraphDev]:
+def langgraph_dev(
+    data: Path, *, config: Path | None = None, graph_env: dict[str, str] | None = None
+) -> Iterator[LangGraphDev]:
     """`langgraph dev` on 127.0.0.1 with its data in `data`, no browser, reload or analytics;
-    stopped with its process group on leaving."""
+    stopped with its process group on leaving.
+
+    Args:
+        data: The engram data folder.
+        config: A langgraph.json of its own (default: the repository's).
+        graph_env: More variables for the server (what its graphs read).
+    """
     log_path = data / "langgraph-dev.log"
     port = free_port()
     env = {
@@ -78,6 +86,7 @@ def langgraph_dev(data: Path) -> Iterator[LangGraphDev]:
         "ENGRAM_DATA_DIR": str(data),
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGSMITH_TRACING": "false",
+        **(graph_env or {}),
     }
     command = [
         sys.executable,
@@ -90,6 +99,7 @@ def langgraph_dev(data: Path) -> Iterator[LangGraphDev]:
         "127.0.0.1",
         "--port",
         str(port),
+        *(["--config", str(config)] if config is not None else []),
     ]
     had_runtime_folder = RUNTIME_FOLDER.exists()
     with log_path.open("w") as log:

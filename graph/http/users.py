@@ -16,10 +16,12 @@ Any non-empty string is a user id (`engram.stores.namespaces`); an id made only 
 refused (400).
 
 A request that changes memories (any method but GET, HEAD and OPTIONS) must carry what a form on
-another site cannot send: `Content-Type: application/json` or the `X-Engram-User` header (a page
-on another origin can set either only after a CORS preflight the server refuses); and an
-`Origin`, when the browser sends one, must be the server's own. Otherwise a session cookie that
-the browser adds by itself would let any site's form act for the signed-in person (403).
+another site cannot send: `Content-Type: application/json`, the `X-Engram-User` header or a
+bearer token (`Authorization: Bearer ...`; a page on another origin can set any of them only
+after a CORS preflight the server refuses, and a browser never adds a bearer token by itself);
+and an `Origin`, when the browser sends one, must be the server's own. Otherwise a session
+cookie that the browser adds by itself would let any site's form act for the signed-in person
+(403).
 """
 
 from __future__ import annotations
@@ -89,18 +91,19 @@ def check_not_cross_site(request: Request) -> None:
     """Refuse a change that another site's page could have made the browser send.
 
     Raises:
-        ApiError: A changing request without a JSON content type or `X-Engram-User`, or with an
-            `Origin` other than the server's own (403).
+        ApiError: A changing request without a JSON content type, `X-Engram-User` or a bearer
+            token, or with an `Origin` other than the server's own (403).
     """
     if request.method in SAFE_METHODS:
         return
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media_type != "application/json" and USER_HEADER not in request.headers:
+    bearer = request.headers.get("authorization", "").lower().startswith("bearer ")
+    if media_type != "application/json" and USER_HEADER not in request.headers and not bearer:
         raise ApiError(
             403,
             "a request that changes memories must be sent with Content-Type: application/json "
-            f"(a body is optional) or with {USER_HEADER}: a form on another site can send "
-            "neither, so it cannot act for a signed-in person",
+            f"(a body is optional), {USER_HEADER} or a bearer token: a form on another site "
+            "can send none of them, so it cannot act for a signed-in person",
         )
     origin = request.headers.get("origin")
     if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):

@@ -254,3 +254,72 @@ def test_the_page_inserts_text_only_and_runs_only_its_own_script(api: Api) -> No
     assert "unsafe-inline" not in policy
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
         assert sink not in page.text, f"{PAGE_FILE} uses {sink}"
+
+
+# -- what a hostile client sends ------------------------------------------------------------------
+
+
+def test_a_nul_in_the_user_id_is_a_user_of_its_own(api: Api) -> None:
+    api.add("Alice keeps a zebra finch")
+    with_nul = {USER_HEADER: "alice%00"}
+    assert api.client.get("/api/memories", headers=with_nul).json()["user"] == "alice\x00"
+    assert api.client.get("/api/memories", headers=with_nul).json()["total"] == 0
+    added = api.client.post("/api/memories", json={"text": "Nul likes tea"}, headers=with_nul)
+    assert added.status_code == 201, added.text
+    assert [m["content"] for m in api.client.get("/api/memories").json()["memories"]] == [
+        "Alice keeps a zebra finch"
+    ]
+
+
+def test_a_deeply_nested_body_is_refused(api: Api) -> None:
+    deep = api.client.post(
+        "/api/memories", content=b"[" * 30_000, headers={"Content-Type": "application/json"}
+    )
+    refused(deep, 400, "nests")
+
+
+def test_an_item_that_is_not_a_memory_is_skipped_and_reported(api: Api) -> None:
+    kept = api.add("Alice keeps a zebra finch")
+    api.store.put(("memories", "alice"), "junk", {"content": 42, "planted": True})
+    listed = api.client.get("/api/memories").json()
+    assert [m["id"] for m in listed["memories"]] == [kept["id"]]
+    assert listed["unreadable"] == ["junk"]
+    stats = api.client.get("/api/memories/stats").json()
+    assert (stats["memories"], stats["unreadable"]) == (1, 1)
+    found = api.client.post("/api/memories/search", json={"query": "zebra finch"}).json()
+    assert [r["memory"]["id"] for r in found["results"]] == [kept["id"]]
+    assert api.client.get("/api/memories/export").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [("POST", "", {"text": "Alice keeps a canary"}), ("POST", "/{id}/restore", None),
+     ("DELETE", "/{id}", None)],
+)
+def test_a_change_a_form_could_send_is_refused(tmp_path: Path, method, path, body) -> None:
+    """Behind a cookie login, what a form on another site can send changes nothing."""
+    with memory_api(tmp_path, user_header=False) as api:
+        outer = Starlette(
+            routes=[Mount("/", app=api.client.app)],
+            middleware=[Middleware(AuthenticationMiddleware, backend=CookieSession())],
+        )
+        browser = TestClient(outer, cookies={"session": "alice"})
+        memory = browser.post("/api/memories", json={"text": "Alice keeps a zebra finch"})
+        assert memory.status_code == 201, memory.text
+        target = "/api/memories" + path.format(id=memory.json()["memory"]["id"])
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        refused(browser.request(method, target, content="text=x", headers=form), 403, "Content-Type")
+        as_json = {"Content-Type": "application/json"}  # what a form cannot send
+        other_site = {**as_json, "Origin": "http://evil.test"}
+        refused(browser.request(method, target, json=body, headers=other_site), 403, "origin")
+        assert browser.get("/api/memories").json()["total"] == 1  # nothing changed
+        same_site = {**as_json, "Origin": "http://testserver"}
+        assert browser.request(method, target, json=body, headers=same_site).status_code < 400
+
+
+class CookieSession(AuthenticationBackend):
+    """A session cookie that names the user, as a browser sends it by itself."""
+
+    async def authenticate(self, conn: HTTPConnection):
+        user = conn.cookies.get("session")
+        return (AuthCredentials(["authenticated"]), SimpleUser(user)) if user else None

@@ -585,3 +585,18 @@ def test_an_ambiguous_id_prefix_or_a_malformed_server_url_is_bad_input(data, mon
     assert "give more of it" in said(result.stderr)
     result = cli("list", "--data", "http://", code=2)
     assert "must look like http://host:port" in said(result.stderr)
+
+
+def test_what_people_stored_never_drives_the_terminal(data):
+    """ESC, NUL and bidi overrides in a memory (or a user id) are printed written out."""
+    user = "mallory\x1b]0;pwned\x07"
+    tricky = "Alice likes \x1b[2J\x1b[31mred\x00 and \u202eevil"
+    add(tricky, user=user)
+    memory = add(tricky)
+    # (`export` to a pipe or a file writes memory.md as stored; to a terminal, written out)
+    for args in (["list", "--user", "alice"], ["list", "--user", user], ["stats"],
+                 ["search", "--user", "alice", "red"], ["show", memory["id"][:8], "--user", "alice"]):
+        said = cli(*args)
+        printed = said.stdout + said.stderr
+        assert not any(c in printed for c in "\x1b\x00\x07\u202e"), (args, printed)
+        assert "\\x1b" in printed or args == ["stats"], (args, printed)

@@ -248,6 +248,17 @@ def test_secrets_are_never_stored(api, store):
         assert secret not in dump
 
 
+def test_a_secret_in_the_key_is_redacted_as_in_the_text(api, store):
+    token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+    first = cand("I deploy with the CI bot", "skill").model_copy(update={"key": f"deploy.{token}"})
+    [result] = api.upsert(USER, [first], thread_id="t1", message_ids=["m1"])
+    assert result.memory.key == f"deploy.{REDACTED}"
+    again = cand("I deploy with the release bot", "skill").model_copy(update={"key": f"deploy.{token}"})
+    [changed] = api.upsert(USER, [again], thread_id="t1", message_ids=["m2"])
+    assert changed.action == "superseded"  # the same key, compared redacted
+    assert token not in repr(all_values(store))
+
+
 @pytest.mark.parametrize(
     ("text", "kinds"),
     [
