@@ -14,10 +14,6 @@ from typing import Any
 from engram.nodes.prompts import DEFAULT_SYSTEM_PROMPT
 from engram.stores.text import valid_unicode
 
-DEFAULT_USER = "default"
-"""The user of a run that names none. Under authentication, it stands for the authenticated
-user (`engram.graph.run_context`)."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
@@ -37,10 +33,10 @@ class Context:
             and says what it accepts.
     """
 
-    user_id: str = DEFAULT_USER
+    user_id: str = "default"
     """Whose long-term memories are recalled and written (namespace `("memories", user_id)`).
     When the run's request was authenticated (LangGraph auth), it is the authenticated user:
-    leave it out, and a run naming anyone else is refused."""
+    leave it out (or "default"), and a run naming anyone else is refused."""
 
     context_window: int | None = None
     """The answering model's context window in tokens; None looks the model up in a table of
@@ -163,6 +159,11 @@ class Context:
                 raise ValueError(
                     f"Context.{field.name} must be {problem}, got {getattr(self, field.name)!r}"
                 )
+
+
+DEFAULT_USER: str = Context.user_id
+"""The user of a run that names none. Under authentication, it stands for the authenticated
+user (`engram.graph.run_context`)."""
 
 
 def _user_id(value: Any) -> str | None:

@@ -29,6 +29,7 @@ from engram.graph import Context, EngramMiddleware, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.offload import NOT_FOUND_ANSWER
 from engram.nodes.offload import pointer_of
+from engram.nodes.owner import ThreadOwnerError
 from engram.nodes.state import MAX_RESULTS_IN_THREAD
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.chroma.store import ChromaStore
@@ -173,7 +174,10 @@ async def test_an_id_of_another_thread_or_user_is_refused(
                 Context(user_id="alice"))
     memory_id = _pointer_id(model.calls[-1])
 
-    for user, other in (("alice", _config()), ("bob", config)):
+    with pytest.raises(ThreadOwnerError):  # bob on alice's thread: refused before it runs
+        await _turn(_app("agent", ScriptedAgentModel([AIMessage("x")]), store, saver), "sync",
+                    "Read it", config, Context(user_id="bob"))
+    for user, other in (("alice", _config()), ("bob", _config())):
         reader = ScriptedAgentModel([
             _call("read_tool_result", {"memory_id": memory_id}),
             _call("search_tool_result", {"memory_id": memory_id, "query": "pool"}),

@@ -315,6 +315,13 @@ class Worker:
         self.send(op, **request)
         return self.receive()
 
+    def refusal(self, op: str, **request: Any) -> str:
+        """The error the worker answers `op` with (the test fails if it answers without one)."""
+        self.send(op, **request)
+        answer = self._answer()
+        assert "error" in answer, f"{self.name} answered {op} without an error: {answer}"
+        return answer["error"]
+
     def _answer(self) -> dict:
         assert self.proc.stdout
         while True:
@@ -399,11 +406,15 @@ def test_a_result_offloaded_by_one_process_is_read_back_by_the_other_in_its_thre
     [hit] = json.loads(got["search"])
     assert "kestrel" in hit["text"]
 
-    # another thread of the same user, and another user on the same thread: not found
-    for other_user, other_thread in ((user, _thread()), (_user(), thread)):
+    # another thread of the same user, and another user in a thread of their own: not found
+    for other_user, other_thread in ((user, _thread()), (_user(), _thread())):
         got = b.ask("read", user=other_user, thread=other_thread, memory_id=memory_id,
                     offset=offset, query="pool exhausted kestrel")
         assert got["read"] == got["search"] == _not_found(memory_id)
+    # another user on the same thread is refused before anything runs
+    refused = b.refusal("read", user=_user(), thread=thread, memory_id=memory_id, offset=offset,
+                        query="pool exhausted kestrel")
+    assert "ThreadOwnerError" in refused
 
 
 def test_both_processes_offloading_at_once_into_threads_of_one_user_keep_every_result(processes):

@@ -58,8 +58,9 @@ def test_a_reply_cites_the_memories_its_model_was_given(kind: str) -> None:
     assert "dark mode" in model.calls[-1][0].content
 
     # a reply given no memory cites none
-    _turn(app, "hello", Context(user_id="bob"), config)
-    assert "memory_ids" not in app.get_state(config).values["messages"][-1].additional_kwargs
+    bobs = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    _turn(app, "hello", Context(user_id="bob"), bobs)
+    assert "memory_ids" not in app.get_state(bobs).values["messages"][-1].additional_kwargs
 
 
 @pytest.mark.parametrize("kind", ["graph", "agent"])
