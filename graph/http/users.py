@@ -59,7 +59,7 @@ def request_user(request: Request, *, header_allowed: bool) -> str:
             change sent the way another site's form could send it (403), or a header that is
             not a user id (400).
     """
-    check_not_cross_site(request)
+    _check_not_cross_site(request)
     named = _header_user(request)
     authenticated = _authenticated_identity(request)
     if authenticated is not None:
@@ -87,7 +87,7 @@ def request_user(request: Request, *, header_allowed: bool) -> str:
     return named
 
 
-def check_not_cross_site(request: Request) -> None:
+def _check_not_cross_site(request: Request) -> None:
     """Refuse a change that another site's page could have made the browser send.
 
     Raises:
