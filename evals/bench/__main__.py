@@ -10,6 +10,7 @@ Each section measures one layer side by side with its counterpart in one run and
     memory-work  turns that wait (or not) for the memory model
     stress       wrong answers of `engram memory` commands run in sequence and at once
     working-memory  a tool-using agent on the local model with long tool results offloaded or not
+    scale        a data folder of 1,000 to 100,000 items over many users: open, recall, delete
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ SECTIONS = {
     "memory-work": "engram.evals.bench.memory_work",
     "stress": "engram.evals.bench.stress",
     "working-memory": "engram.evals.bench.working_memory",
+    "scale": "engram.evals.bench.scale",
 }
 
 

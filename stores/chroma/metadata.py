@@ -12,6 +12,8 @@ its metadata holds:
   `=["users", "alice"]`), the namespace itself marked with a leading `=`: matching is segment by
   segment (`("foo",)` never matches `("foobar",)`), a prefix costs Chroma one `$in` condition and
   an exact namespace one equality;
+- `ns.l2`: the namespace's second label alone (engram's namespaces name their user there), so
+  that every namespace of one user, whatever its first label, is one equality;
 - `v:<field>`: top-level scalar fields of the value, so that filters can be pushed down to
   Chroma's `where`; the pushed-down clause is always a superset, and `matches_filter` decides
   exactly;
@@ -36,6 +38,7 @@ ITEM_ID = "item"
 """On an extra vector's record: the id of the item it belongs to."""
 VALUE_PREFIX = "v:"
 LONG_PREFIX = "v~"
+SECOND_LABEL = "ns.l2"
 OWN_NAMESPACE = "="
 """Leads the value of the prefix field that holds the record's whole namespace."""
 MAX_METADATA_STRING = 128
@@ -106,6 +109,18 @@ def record_of(meta: dict[str, Any] | None) -> ItemRecord | None:
     return ItemRecord(**json.loads(meta[RECORD]))
 
 
+def checked_record(meta: dict[str, Any]) -> ItemRecord:
+    """The `ItemRecord` of an item record's metadata.
+
+    Raises:
+        ForeignRecordError: The record is not of this layout.
+    """
+    record = record_of(meta)
+    if record is None:
+        raise ForeignRecordError(f"Chroma record with metadata {meta}: {FOREIGN_RECORD}")
+    return record
+
+
 def item_id(namespace: tuple[str, ...], key: str) -> str:
     """A stable Chroma id for the item at `(namespace, key)`."""
     raw = json.dumps([list(namespace), key], ensure_ascii=False)
@@ -129,7 +144,13 @@ def namespace_metadata(namespace: tuple[str, ...]) -> dict[str, Any]:
     depth = len(namespace)
     meta: dict[str, Any] = {prefix_field(d): encode_labels(namespace[:d]) for d in range(1, depth)}
     meta[prefix_field(depth)] = OWN_NAMESPACE + encode_labels(namespace)
+    if depth >= 2:
+        meta[SECOND_LABEL] = namespace[1]
     return meta
+
+
+class ForeignRecordError(ValueError):
+    """A record of the collection is not of this engram's layout."""
 
 
 FOREIGN_RECORD = (
@@ -145,7 +166,7 @@ def namespace_from_metadata(meta: dict[str, Any]) -> tuple[str, ...]:
         depth += 1
     own = meta.get(prefix_field(depth))
     if not isinstance(own, str) or not own.startswith(OWN_NAMESPACE):
-        raise ValueError(f"Chroma record with metadata {meta}: {FOREIGN_RECORD}")
+        raise ForeignRecordError(f"Chroma record with metadata {meta}: {FOREIGN_RECORD}")
     return tuple(json.loads(own[len(OWN_NAMESPACE) :]))
 
 
@@ -197,6 +218,20 @@ def prefix_clauses(prefix: tuple[str, ...]) -> list[dict[str, Any]]:
 def literal_prefix(prefix: tuple[str, ...]) -> tuple[str, ...]:
     """The labels of a list_namespaces prefix before its first `*` wildcard."""
     return prefix[: prefix.index("*")] if "*" in prefix else prefix
+
+
+def listing_clauses(prefix: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Where clauses narrowing a list_namespaces prefix (a superset; wildcards are checked
+    afterwards): its labels before the first `*`, and a second label after a leading `*`.
+
+    Example:
+        >>> listing_clauses(("*", "alice"))
+        [{'ns.l2': 'alice'}]
+    """
+    clauses = prefix_clauses(literal_prefix(prefix))
+    if len(prefix) >= 2 and prefix[0] == "*" and prefix[1] != "*":
+        clauses.append({SECOND_LABEL: prefix[1]})
+    return clauses
 
 
 def filter_clauses(filter: dict[str, Any] | None) -> list[dict[str, Any]]:

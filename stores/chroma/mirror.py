@@ -45,8 +45,9 @@ from engram.stores.paths import default_data_dir
 
 logger = logging.getLogger(__name__)
 
-MAX_ID_FILTER = 100_000
-"""Above this many ids, a Chroma query filters by namespace metadata instead of by id list."""
+MAX_ID_FILTER = 20_000
+"""Above this many ids, a Chroma query filters by namespace metadata instead of by id list
+(Chroma looks ids up with one SQL variable each, and SQLite allows 32,766)."""
 
 REMOTE_REFRESH_SECONDS = 0.0
 """How often a namespace is compared in full with a Chroma server other machines may write to:

@@ -30,6 +30,7 @@ import logging
 from chromadb.api.models.Collection import Collection
 from langgraph.store.base import BaseStore, ListNamespacesOp, Op, PutOp, SearchOp
 
+from engram.stores.chroma import upgrade
 from engram.stores.lexical.index import LexicalIndex
 from engram.stores.namespaces import (
     EPISODE_NAMESPACE,
@@ -84,20 +85,13 @@ def relabel_users(
             moved += _move(store, source, target)
         if moved:
             logger.info("moved %d items of %d old user labels to today's labels", moved, len(moves))
-    mark_labels_current(collection)
+    upgrade.mark(collection, LABELS_MARK, LABELS_VERSION)
     return moved
 
 
 def labels_current(collection: Collection) -> bool:
     """Whether the collection's metadata says its labels are today's."""
-    return (collection.metadata or {}).get(LABELS_MARK) == LABELS_VERSION
-
-
-def mark_labels_current(collection: Collection) -> None:
-    """Record in the collection's metadata that its labels are today's (Chroma refuses a
-    metadata change that names the distance function again, so `hnsw:` keys stay out)."""
-    kept = {k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")}
-    collection.modify(metadata={**kept, LABELS_MARK: LABELS_VERSION})
+    return upgrade.marked(collection, LABELS_MARK, LABELS_VERSION)
 
 
 def _moves(label: str, as_typed: bool) -> bool:

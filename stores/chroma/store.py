@@ -47,7 +47,7 @@ from langgraph.store.base import (
 )
 
 from engram.stores.chroma import metadata as md
-from engram.stores.chroma import plan, process_lock, purge, relabel, tombstones, upgrade
+from engram.stores.chroma import plan, process_lock, purge, relabel, scan, tombstones, upgrade
 from engram.stores.chroma.awaitable import AwaitableBool, AwaitableInt
 from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
@@ -129,7 +129,8 @@ class ChromaStore(BaseStore):
         with self._folder.hold():
             self._items = self._open_collection(client)
             earliest_layout = upgrade.upgrade(self._items, self._max_batch) > 0
-            if earliest_layout:
+            labelled = upgrade.add_second_labels(self._items) > 0
+            if earliest_layout or labelled:
                 self._folder.writing()
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
@@ -282,14 +283,13 @@ class ChromaStore(BaseStore):
         by then."""
         now = time.time()
         with self._folder.hold():
-            expired = self._items.get(where={md.EXPIRES_AT: {"$lt": now}}, include=["metadatas"])
-            if not expired["ids"]:
+            expired = [row for page in scan.pages(self._items, {md.EXPIRES_AT: {"$lt": now}})
+                       for row in page]
+            if not expired:
                 return AwaitableInt(0)
             self._folder.writing()
             items = {  # tombstones go too (Chroma deletes by expiry), but were no items
-                i: meta
-                for i, meta in zip(expired["ids"], expired["metadatas"])
-                if not tombstones.is_tombstone(meta)
+                i: meta for i, meta in expired if not tombstones.is_tombstone(meta)
             }
             removed = self._writer.delete_expired(now, items)
             self._writer.buried.clear()
@@ -435,7 +435,11 @@ class ChromaStore(BaseStore):
                 if generation != read_at:
                     doc_vectors = self._read_replaced_again(batch, doc_vectors)
                 self._folder.writing()
-            return self._execute_held(batch, doc_vectors, query_vectors, write_chunk)
+            try:
+                return self._execute_held(batch, doc_vectors, query_vectors, write_chunk)
+            except md.ForeignRecordError:  # an earlier engram wrote since the upgrade: again
+                upgrade.unmark(self._items, upgrade.LAYOUT)
+                raise
 
     def _execute_held(
         self,
@@ -533,8 +537,12 @@ class ChromaStore(BaseStore):
             self.lexical.collection = self._items
 
     def _open_collection(self, client: ClientAPI) -> Collection:
-        # a new collection holds today's labels from the start (`relabel`)
-        metadata = {"hnsw:space": "cosine", relabel.LABELS_MARK: relabel.LABELS_VERSION}
+        # a new collection has nothing of an earlier engram to upgrade or relabel
+        metadata = {
+            "hnsw:space": "cosine",
+            relabel.LABELS_MARK: relabel.LABELS_VERSION,
+            **upgrade.CURRENT,
+        }
         return client.get_or_create_collection(
             self.collection_name, embedding_function=None, metadata=metadata
         )
@@ -576,16 +584,8 @@ class ChromaStore(BaseStore):
         if op.query and query_vector is not None and self.embeddings is not None:
             return self._vector_search(op, query_vector, now)
         where = md.combine(md.prefix_clauses(op.namespace_prefix) + md.filter_clauses(op.filter))
-        got = self._items.get(where=where, include=["metadatas"])
-        rows = [
-            (i, m)
-            for i, m in zip(got["ids"], got["metadatas"])
-            if md.ITEM_ID not in m and not md.expired(m, now)
-        ]
-        updated = {i: _record(m).updated_at for i, m in rows}
-        rows.sort(key=lambda row: (updated[row[0]], row[0]), reverse=True)
-        known = {i: (_item(m), m) for i, m in rows[: op.offset + op.limit]}  # not read again
-        return self._page([item_id for item_id, _ in rows], {}, op, now, known)
+        found = scan.newest(self._items, where, op.filter, op.offset + op.limit, now)
+        return [(_search_item(_item(meta), None), meta) for _, meta in found[op.offset :]]
 
     def _vector_search(
         self, op: SearchOp, query_vector: list[float], now: float
@@ -658,7 +658,7 @@ class ChromaStore(BaseStore):
                 if item_id not in found:
                     continue
                 item, meta = found[item_id]
-                if scores and not _record(meta).has_vectors:
+                if scores and not md.checked_record(meta).has_vectors:
                     continue
                 if md.matches_filter(item.value, op.filter):
                     kept.append((_search_item(item, scores.get(item_id)), meta))
@@ -668,13 +668,8 @@ class ChromaStore(BaseStore):
         clauses: list[dict[str, Any]] = []
         for condition in op.match_conditions or ():
             if condition.match_type == "prefix":
-                clauses += md.prefix_clauses(md.literal_prefix(tuple(condition.path)))
-        got = self._items.get(where=md.combine(clauses), include=["metadatas"])
-        namespaces = {
-            md.namespace_from_metadata(meta)
-            for meta in got["metadatas"]
-            if md.ITEM_ID not in meta and not md.expired(meta, now)
-        }
+                clauses += md.listing_clauses(tuple(condition.path))
+        namespaces = scan.namespaces(self._items, md.combine(clauses), now)
         conditions = op.match_conditions or ()
         matching = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
         if op.max_depth is not None:
@@ -745,7 +740,7 @@ def _check_collection_name(name: str) -> None:
 def _note_refresh(
     refresh: dict[str, float], item_id: str, meta: dict[str, Any], now: float
 ) -> None:
-    if (minutes := _record(meta).ttl_minutes) is not None:
+    if (minutes := md.checked_record(meta).ttl_minutes) is not None:
         refresh[item_id] = now + float(minutes) * 60
 
 
@@ -771,15 +766,8 @@ def _timestamp(value: float) -> datetime:
     return datetime.fromtimestamp(value, tz=timezone.utc)
 
 
-def _record(meta: dict[str, Any]) -> md.ItemRecord:
-    record = md.record_of(meta)
-    if record is None:
-        raise ValueError(f"Chroma record with metadata {meta}: {md.FOREIGN_RECORD}")
-    return record
-
-
 def _item(meta: dict[str, Any]) -> Item:
-    record = _record(meta)
+    record = md.checked_record(meta)
     return Item(
         value=md.value_of(meta),
         key=record.key,

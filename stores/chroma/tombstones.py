@@ -2,8 +2,8 @@
 
 Chroma answers each write call in about the same time whatever it holds (on a `PersistentClient`
 two SQLite transactions, each a few `fsync`s), so a batch that both puts and deletes paid for two
-calls. A delete of an item without extra vectors therefore overwrites the item's record in the
-batch's upsert with a tombstone: its value, fields and vector replaced (the deleted text leaves
+calls. A delete of an item without extra vectors, in a batch that also writes items, therefore
+overwrites the item's record in the batch's upsert with a tombstone: its value, fields and vector replaced (the deleted text leaves
 the live record at once), and an expiry in 1970, so that every read already treats it as absent
 (`metadata.expired`), in this process and in the others on the folder. The records themselves are
 removed in one call for many (`ChromaWriter.remove_tombstones`): when enough have piled up, when
@@ -42,7 +42,7 @@ def tombstone_metadata(previous: dict[str, Any], now: float) -> dict[str, Any]:
     (the record is still the item's), every field of its value goes."""
     record = md.record_of(previous)
     if record is None:
-        raise ValueError(f"Chroma record with metadata {previous}: {md.FOREIGN_RECORD}")
+        raise md.ForeignRecordError(f"Chroma record with metadata {previous}: {md.FOREIGN_RECORD}")
     tombstone = md.ItemRecord(key=record.key, created_at=record.created_at, updated_at=now)
     meta: dict[str, Any] = {key: None for key in previous}
     meta.update({key: value for key, value in previous.items() if key.startswith("ns.")})

@@ -7,6 +7,9 @@ metadata fields of their own. Layout 2 (`engram.stores.chroma.metadata`) writes 
 Chroma to index: no document (the value is metadata), those facts in one JSON field
 (`metadata.ItemRecord`), and the namespace marked instead of its depth stored.
 
+Layout 2 later gained `ns.l2`, a namespace's second label alone (`add_second_labels`, once per
+collection; the collection's metadata records that it ran, `marked`).
+
 The upgrade rewrites metadata only, a page of records at a time, each page in one Chroma update,
 so an upgrade that is interrupted loses nothing and goes on the next time a store opens. It
 leaves the documents: emptying one takes giving Chroma the record's vector again, which Chroma
@@ -26,6 +29,7 @@ from typing import Any
 from chromadb.api.models.Collection import Collection
 
 from engram.stores.chroma import metadata as md
+from engram.stores.chroma import scan
 
 logger = logging.getLogger(__name__)
 
@@ -41,17 +45,26 @@ _RECORD_FIELDS = (
     "index_paths",
     "ttl_minutes",
 )
+LAYOUT = "engram:layout"
+"""The collection metadata key recording that no record of layout 1 is left."""
+SECOND_LABELS = "engram:second-labels"
+"""The collection metadata key recording that every record has its `ns.l2`."""
+CURRENT = {LAYOUT: "2", SECOND_LABELS: "1"}
+"""The marks of a collection engram creates: nothing of an earlier layout to upgrade."""
 UNKNOWN_DIGEST = "unknown"
 """The digest of an item written before digests existed: it has vectors, and since this digest
 matches no texts, they are made again on its next put."""
 
 
 def upgrade(collection: Collection, page: int) -> int:
-    """Rewrite every layout-1 record of `collection`, `page` at a time; returns how many.
+    """Rewrite every layout-1 record of `collection`, `page` at a time, once per collection;
+    returns how many.
 
     Raises:
         RuntimeError: Chroma kept a record's old layout after rewriting it.
     """
+    if marked(collection, LAYOUT, CURRENT[LAYOUT]):
+        return 0
     upgraded = 0
     while True:
         got = collection.get(
@@ -79,6 +92,7 @@ def upgrade(collection: Collection, page: int) -> int:
         upgraded += len(got["ids"])
     if upgraded:
         logger.info("collection %r: %d records upgraded to layout 2", collection.name, upgraded)
+    mark(collection, LAYOUT, CURRENT[LAYOUT])
     return upgraded
 
 
@@ -106,3 +120,50 @@ def upgraded_metadata(meta: dict[str, Any], document: str | None) -> dict[str, A
     update[md.VALUE] = document
     update.update(dict.fromkeys((f for f in _RECORD_FIELDS if f in meta), None))
     return update
+
+
+def add_second_labels(collection: Collection) -> int:
+    """Give each record of a namespace two labels deep or more its `ns.l2` field, once per
+    collection (a page at a time; an interrupted run goes on the next time); returns how many
+    records got it."""
+    if marked(collection, SECOND_LABELS, CURRENT[SECOND_LABELS]):
+        return 0
+    added = 0
+    for page in scan.pages(collection, None):
+        labels = {i: _second_label(meta) for i, meta in page if md.SECOND_LABEL not in meta}
+        ids = [i for i, label in labels.items() if label is not None]
+        if ids:
+            collection.update(ids=ids, metadatas=[{md.SECOND_LABEL: labels[i]} for i in ids])
+            added += len(ids)
+    if added:
+        logger.info("collection %r: %d records got their second label", collection.name, added)
+    mark(collection, SECOND_LABELS, CURRENT[SECOND_LABELS])
+    return added
+
+
+def marked(collection: Collection, key: str, version: str) -> bool:
+    """Whether the collection's metadata says a one-time upgrade (`key`) ran."""
+    return (collection.metadata or {}).get(key) == version
+
+
+def mark(collection: Collection, key: str, version: str) -> None:
+    """Record in the collection's metadata that a one-time upgrade ran (Chroma refuses a
+    metadata change that names the distance function again, so `hnsw:` keys stay out)."""
+    kept = {k: v for k, v in (collection.metadata or {}).items() if not k.startswith("hnsw:")}
+    collection.modify(metadata={**kept, key: version})
+
+
+def unmark(collection: Collection, key: str) -> None:
+    """Forget that a one-time upgrade ran: the next store that opens the collection runs it."""
+    if key in (collection.metadata or {}):
+        kept = {k: v for k, v in collection.metadata.items() if not k.startswith("hnsw:")}
+        kept.pop(key)
+        collection.modify(metadata=kept or {"engram": "1"})  # Chroma refuses empty metadata
+
+
+def _second_label(meta: dict[str, Any]) -> str | None:
+    try:
+        namespace = md.namespace_from_metadata(meta)
+    except ValueError:  # not a record of this layout: left as it is
+        return None
+    return namespace[1] if len(namespace) >= 2 else None

@@ -117,7 +117,9 @@ class ChromaWriter:
             for op, i in zip(ops, ids)
             if op.value is None and i in previous and not tombstones.is_tombstone(previous[i])
         ]
-        buried = [i for i in deleted if tombstones.can_bury(records[i])]
+        # a tombstone saves a call when the batch upserts anyway; a batch of deletes alone
+        # deletes in the one call it makes (burying would also rewrite every vector)
+        buried = [i for i in deleted if writes and tombstones.can_bury(records[i])]
         rows += [
             (i, tombstones.tombstone_metadata(previous[i], now), self._placeholder(i))
             for i in buried

@@ -65,11 +65,10 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 _NO_LOCK = contextlib.nullcontext()
-PAGE = 100_000
-"""Items read or deleted per store call when walking a whole namespace. Large: a plain search
-costs `ChromaStore` a scan of the namespace's metadata whatever the page size, so one call
-that takes everything is the fastest (10k memories: about 2 s in one call, a minute in pages
-of 1000)."""
+PAGE = 10_000
+"""Items read or deleted per store call when walking a whole namespace. Large, as a plain search
+costs `ChromaStore` a scan of the namespace's metadata whatever the page size; bounded, so that
+no call holds a whole namespace of any size."""
 
 
 def register_thread_op(user_id: str, thread_id: str, now: str) -> PutOp:
@@ -190,9 +189,16 @@ def user_namespaces_steps(user_id: str) -> Steps[list[tuple[str, ...]]]:
 def users_steps() -> Steps[list[str]]:
     """Users that have long-term memories (their ids, not their labels), sorted."""
     condition = MatchCondition(match_type="prefix", path=(MEMORY_NAMESPACE,))
-    (found,) = yield [ListNamespacesOp(match_conditions=(condition,), max_depth=2, limit=100_000)]
-    users = (user_of_label(ns[1]) for ns in found if len(ns) == 2)
-    return sorted({user for user in users if user is not None})
+    users: set[str] = set()
+    offset = 0
+    while True:
+        (page,) = yield [
+            ListNamespacesOp(match_conditions=(condition,), max_depth=2, limit=PAGE, offset=offset)
+        ]
+        users.update(u for ns in page if len(ns) == 2 and (u := user_of_label(ns[1])) is not None)
+        if len(page) < PAGE:
+            return sorted(users)
+        offset += PAGE
 
 
 def stats_steps(user_id: str) -> Steps[UserStats]:

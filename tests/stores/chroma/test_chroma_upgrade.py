@@ -223,3 +223,31 @@ def test_ids_that_read_like_escapes_stay_apart_when_their_labels_are_moved(tmp_p
             found = store.search(memory_namespace(user))
             assert [i.value["content"] for i in found] == [f"{user} owns memory {n}"]
         assert store.search(memory_namespace("a.b")) == []  # the label "a%2Eb" reads as
+
+
+def test_a_folder_without_second_labels_gets_them_once(tmp_path, monkeypatch):
+    """A folder the previous layout wrote (no `ns.l2`) gets it when a store opens it, so one
+    user's namespaces are found by their second label; the next open reads no record."""
+    with ChromaStore(chromadb.PersistentClient(str(tmp_path)), index=_index()) as store:
+        store.put(("memories", "ada"), "m1", {"content": "Ada prefers dark mode"})
+        store.put(("tool_results", "ada", "t1"), "r1", {"content": "a log"})
+        store.put(("memories", "bob"), "m2", {"content": "Bob keeps bees"})
+    raw = chromadb.PersistentClient(str(tmp_path)).get_collection("engram")
+    got = raw.get(include=["metadatas"])
+    raw.update(ids=got["ids"], metadatas=[{md.SECOND_LABEL: None} for _ in got["ids"]])
+    chroma_upgrade.unmark(raw, chroma_upgrade.SECOND_LABELS)
+
+    with _open(tmp_path) as store:
+        assert store.list_namespaces(prefix=("*", "ada")) == [
+            ("memories", "ada"), ("tool_results", "ada", "t1")
+        ]
+    reads: list[dict] = []
+    real_get = chromadb.Collection.get
+
+    def counting_get(self, *args, **kwargs):
+        reads.append(kwargs)
+        return real_get(self, *args, **kwargs)
+
+    monkeypatch.setattr(chromadb.Collection, "get", counting_get)
+    _open(tmp_path).close()
+    assert reads and all(r.get("limit") == 1 for r in reads), reads  # checks, never a scan

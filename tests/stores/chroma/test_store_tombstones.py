@@ -1,5 +1,6 @@
-"""A delete that rides on its batch's upsert as a tombstone: gone for every read at once, its
-record removed soon after, by this process or the next store opened on the folder."""
+"""A delete that rides on its batch's upsert as a tombstone (in a batch that also writes): gone
+for every read at once, its record removed soon after, by this process or the next store opened
+on the folder."""
 
 from __future__ import annotations
 
@@ -35,11 +36,17 @@ def _records(store: ChromaStore) -> dict[str, dict]:
     return dict(zip(got["ids"], got["metadatas"]))
 
 
-def _delete_leaving_tombstones(store: ChromaStore, *keys: str) -> None:
-    """Delete as one uncoalesced batch, once the store's drain thread is done (it would remove
-    the tombstones when it next goes idle)."""
+def _delete_leaving_tombstones(
+    store: ChromaStore, *keys: str, riding_on: tuple[tuple[str, ...], str]
+) -> None:
+    """Delete as one uncoalesced batch that also writes (the item `riding_on`, put again as it
+    is: a batch of deletes alone deletes at once), once the store's drain thread is done (it
+    would remove the tombstones when it next goes idle)."""
     assert _wait_for(lambda: store._coalescer._drainer is None)
-    store._run_batch([PutOp(NS, key, None) for key in keys])
+    namespace, key = riding_on
+    item = store.get(namespace, key)
+    rider = PutOp(namespace, key, item.value if item else {"v": "rider"})
+    store._run_batch([rider, *(PutOp(NS, key, None) for key in keys)])
 
 
 def _wait_for(condition, seconds: float = 10.0) -> bool:
@@ -58,7 +65,7 @@ def test_a_deleted_item_is_gone_for_every_read_at_once_and_its_record_soon_after
     store.put(("users", "bob"), "parrot", {"text": "a parrot called Fandangolo"})
     store.delete(("users", "bob"), "parrot")
     deleted_id = md.item_id(NS, "iguana")
-    _delete_leaving_tombstones(store, "iguana")
+    _delete_leaving_tombstones(store, "iguana", riding_on=(NS, "violin"))
 
     tombstone = _records(store)[deleted_id]
     assert tombstones.is_tombstone(tombstone)
@@ -83,7 +90,7 @@ def test_a_key_deleted_and_put_again_is_a_new_item_that_the_removal_keeps(client
     store = ChromaStore(client, collection=f"c{uuid.uuid4().hex}", index=_index())
     store.put(NS, "k", {"text": "first version"})
     first = store.get(NS, "k")
-    _delete_leaving_tombstones(store, "k")
+    _delete_leaving_tombstones(store, "k", riding_on=(("users", "bob"), "rider"))
     time.sleep(0.01)
     store._run_batch([PutOp(NS, "k", {"text": "second version"})])
     assert store._writer.buried  # the tombstone's id is still to remove...
@@ -102,7 +109,7 @@ def test_tombstones_of_a_process_that_died_are_removed_by_the_next_store_opened(
     dead = ChromaStore(chromadb.PersistentClient(path=str(folder)), collection="notes")
     for key in ("a", "b", "c"):
         dead.put(NS, key, {"v": key})
-    _delete_leaving_tombstones(dead, "a", "b")  # and it "dies" here
+    _delete_leaving_tombstones(dead, "a", "b", riding_on=(NS, "c"))  # and it "dies" here
     assert len(_records(dead)) == 3
 
     opened = ChromaStore(chromadb.PersistentClient(path=str(folder)), collection="notes")
@@ -116,7 +123,7 @@ def test_the_ttl_sweep_counts_expired_items_not_tombstones(client):
     store.put(NS, "brief", {"v": 1}, ttl=0.001)  # 60 ms
     store.put(NS, "kept", {"v": 2})
     store.put(NS, "deleted", {"v": 3})
-    _delete_leaving_tombstones(store, "deleted")
+    _delete_leaving_tombstones(store, "deleted", riding_on=(NS, "kept"))
     time.sleep(0.1)
 
     assert store.sweep_ttl() == 1
