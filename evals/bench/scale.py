@@ -117,14 +117,15 @@ def build(store: Any, n: int, users: int, shape: str) -> dict[str, int]:
     corpus = texts()
     kinds = list(SHARES)
     weights = list(SHARES.values())
-    stamp = "2026-06-01T12:00:00+00:00"
+    started = datetime.now(UTC)
     ops: list[Any] = []
     mine = 0
     for i, user in enumerate(owners(n, users, shape)):
         mine += user == MEASURED_USER
         text = f"{rng.choice(corpus)} ({rng.choice(corpus).split()[0]} {i})"
         kind = rng.choices(kinds, weights)[0]
-        if kind == "memories":
+        if kind == "memories":  # written over the last 60 days, as an app writes them
+            stamp = (started - timedelta(days=rng.uniform(0, 60))).isoformat()
             memory = Memory.new(text, rng.choice(["preference", "fact", "project", "goal"]),
                                 0.7, now=stamp, id=f"m{i}")
             ops += [memory_put(memory_namespace(user), memory),

@@ -160,8 +160,7 @@ class ChromaStore(BaseStore):
         self.ttl_config = ttl
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
-        if self._items.count():
-            self._remove_tombstones(everyone=True)
+        self._remove_tombstones(everyone=True)
         if not relabel.labels_current(self._items):
             relabel.relabel_users(
                 self,

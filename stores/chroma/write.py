@@ -129,8 +129,16 @@ class ChromaWriter:
         touched = [(op.namespace, i) for op, i in zip(ops, ids) if i in documents or i in indexed]
         if self.lexical is not None and extra:  # before the write: searches must know
             self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
+        same_vector = self._vector_unchanged(
+            [i for _, i in writes if i in batch.reused or i not in vectors], records
+        )
+        kept_vector = [row for row in rows if row[0] in same_vector and row[0] not in legacy]
+        new_vector = [row for row in rows if row[0] not in same_vector and row[0] not in legacy]
         with self._journaled(touched):
-            for chunk in self._chunks([row for row in rows if row[0] not in legacy], write_chunk):
+            for chunk in self._chunks(kept_vector, write_chunk):
+                ids_, metas, _ = (list(col) for col in zip(*chunk))
+                self.collection.update(ids=ids_, metadatas=metas)
+            for chunk in self._chunks(new_vector, write_chunk):
                 ids_, metas, embeddings = (list(col) for col in zip(*chunk))
                 self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
             for chunk in self._chunks([row for row in rows if row[0] in legacy], write_chunk):
@@ -219,6 +227,22 @@ class ChromaWriter:
         if item_id in batch.reused:
             return batch.reused[item_id]
         return (vectors.get(item_id) or [self._placeholder(item_id)])[0]
+
+    def _vector_unchanged(
+        self, ids: list[str], read: dict[str, md.ItemRecord | None]
+    ) -> set[str]:
+        """Of the records to write with the vector they had (the same texts, or a placeholder
+        again), those Chroma still holds as the batch read them (the same digest: no writer
+        changed their texts since): they are updated without their vector, and Chroma leaves
+        its vector index alone (several times faster than writing the vector again)."""
+        unchanged: set[str] = set()
+        for chunk in self._chunks([i for i in ids if read.get(i) is not None]):
+            got = self.collection.get(ids=chunk, include=["metadatas"])
+            for item_id, meta in zip(got["ids"], got["metadatas"]):
+                now = md.record_of(meta)
+                if now is not None and now.digest == read[item_id].digest:  # type: ignore[union-attr]
+                    unchanged.add(item_id)
+        return unchanged
 
     def _own_paths(self, op: PutOp) -> list[str] | None:
         """The put's index fields when they are not the store's (recorded for repairs)."""
