@@ -39,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +197,7 @@ def measure(where: str, server: bool) -> dict[str, Any]:
         ltm.forget(MEASURED_USER, added.memory.id)
     with timed(figures, "export"):
         render_markdown(MEASURED_USER, run_steps(store, memories_steps(MEASURED_USER)),
-                        exported_at="2026-06-02T00:00:00+00:00")
+                        exported_at=datetime.now(UTC).isoformat())
     with timed(figures, "maintain"):
         maintain(store, MEASURED_USER)
     with timed(figures, "users"):
