@@ -48,11 +48,20 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from engram.stores.memory.users import apurge_store, delete_thread_steps
-from engram.stores.namespaces import user_label
+from engram.stores.namespaces import (
+    HASH_NAMESPACE,
+    JOBS_NAMESPACE,
+    JOURNAL_NAMESPACE,
+    THREAD_NAMESPACE,
+    user_label,
+)
 from engram.stores.steps import arun_steps
 
 OWNER = "owner"
 """The metadata key that records who created a thread, run, cron or assistant."""
+BOOKKEEPING = (THREAD_NAMESPACE, HASH_NAMESPACE, JOBS_NAMESPACE, JOURNAL_NAMESPACE)
+"""Namespace roots engram writes for itself: a client that wrote them could, say, list another
+user's thread as its own so that deleting its user deleted that thread."""
 
 
 
@@ -79,9 +88,12 @@ def authorize(auth: Auth) -> Auth:
 
 
 async def _own(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> Auth.types.FilterType:
-    """Only the caller's own: what they create carries their id as its `owner`."""
+    """Only the caller's own: what they create carries their id as its `owner`, and an update
+    cannot give it to anyone else."""
     identity = _identity(ctx)
-    if ctx.action in ("create", "create_run"):
+    if ctx.action in ("create", "create_run") or (
+        ctx.action == "update" and isinstance(value.get("metadata"), dict)
+    ):
         metadata = value.setdefault("metadata", {})  # in place: the server keeps this dict
         metadata[OWNER] = identity
     return {OWNER: identity}
@@ -90,16 +102,23 @@ async def _own(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> Auth.types
 async def _delete_thread(
     ctx: Auth.types.AuthContext, value: dict[str, Any]
 ) -> Auth.types.FilterType:
-    """Only the caller's own thread; engram's copies of it go first. They are the caller's
-    own (namespaces that name them), so nothing of anyone else's is touched, whoever's thread
-    the id turns out to be."""
+    """Only the caller's own threads (one, or many in a prune); engram's copies of them go
+    first. They are the caller's own (namespaces that name them), so nothing of anyone else's
+    is touched, whoever's thread an id turns out to be. Deleting one run of a thread is not
+    deleting the thread: its copies stay."""
     only_own = await _own(ctx, value)
+    if value.get("run_id") is not None:
+        return only_own
+    given = value.get("thread_ids") or [value.get("thread_id")]
     from langgraph_api.store import get_store  # the server's store: this runs in the server
 
     store = await get_store()
-    steps = delete_thread_steps(_identity(ctx), str(value["thread_id"]), registry=True)
-    await arun_steps(store, steps)
-    await apurge_store(store)
+    deleted = 0
+    for thread_id in (str(t) for t in given if t is not None):
+        steps = delete_thread_steps(_identity(ctx), thread_id, registry=True)
+        deleted += sum((await arun_steps(store, steps)).values())
+    if deleted:
+        await apurge_store(store)
     return only_own
 
 
@@ -110,9 +129,16 @@ async def _anyone(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
 
 async def _own_namespaces(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> None:
     """Only namespaces whose second label is the caller's; a search or listing with a shorter
-    prefix is narrowed to them."""
+    prefix is narrowed to them. engram's own bookkeeping (the thread registry, the duplicate
+    registry, background jobs, what maintenance changed) is read, never written, by clients."""
     label = user_label(_identity(ctx))
     namespace = tuple(value.get("namespace") or ())
+    if ctx.action in ("put", "delete") and namespace[:1] and namespace[0] in BOOKKEEPING:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=f"namespace {list(namespace)} is engram's own bookkeeping: read it, but "
+            "change memories through the memory API (/api/memories)",
+        )
     if ctx.action == "list_namespaces" and len(namespace) < 2:
         value["namespace"] = (namespace[0] if namespace else "*", label)
         return

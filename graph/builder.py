@@ -44,7 +44,7 @@ from engram.nodes.offload import Offloader
 from engram.nodes.owner import check_thread_owner
 from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
-from engram.nodes.state import EngramState
+from engram.nodes.state import EngramInput, EngramState
 from engram.nodes.work.background import MemoryWork, wait_for_memory_work
 from engram.stores.paths import default_checkpoint_path
 
@@ -87,7 +87,7 @@ def build_graph(
         _log_offline_mode()
     name = model_name_of(model)
     work = MemoryWork(memory_model=memory_model is not None)
-    builder = StateGraph(EngramState, context_schema=Context)
+    builder = StateGraph(EngramState, input_schema=EngramInput, context_schema=Context)
     start = make_start(model_name=name, default_window=context_window_for(model), work=work)
     builder.add_node("start", _bridge("start", start))
     if tools and offload:
@@ -242,10 +242,18 @@ def default_checkpointer(postgres_url: str | None = None) -> BaseCheckpointSaver
 def _route_start(state: EngramState, runtime: Runtime[Context]) -> str:
     """`consolidate` for a session end, else `start`; a run for another user than the thread's
     owner is refused here, before LangGraph adds its input to the thread's messages."""
-    ctx = _with_context(runtime).context
-    thread_id = (get_config().get("configurable") or {}).get("thread_id")
-    check_thread_owner(state, ctx.user_id, thread_id)
+    _owners_run(state, runtime)
     return "consolidate" if state.get("end_session") else "start"
+
+
+def _owners_run(state: EngramState, runtime: Runtime[Context]) -> Runtime[Context]:
+    """The runtime with the run's settings (`_with_context`), once the run is known to be the
+    thread owner's: every node checks, so a run that enters the graph past START (a
+    `Command(goto=...)`) is refused as well (`engram.nodes.owner`)."""
+    runtime = _with_context(runtime)
+    thread_id = (get_config().get("configurable") or {}).get("thread_id")
+    check_thread_owner(state, runtime.context.user_id, thread_id)
+    return runtime
 
 
 def _bridge(name: str, node: Node, sync: SyncNode | None = None) -> RunnableLambda:
@@ -253,10 +261,10 @@ def _bridge(name: str, node: Node, sync: SyncNode | None = None) -> RunnableLamb
     sync form, else the same coroutine run in the calling thread."""
 
     async def arun(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
-        return await node(state, _with_context(get_runtime()))
+        return await node(state, _owners_run(state, get_runtime()))
 
     def run(state: EngramState, config: RunnableConfig) -> dict[str, Any]:
-        runtime = _with_context(get_runtime())
+        runtime = _owners_run(state, get_runtime())
         return sync(state, runtime) if sync is not None else run_sync(node(state, runtime))
 
     return RunnableLambda(run, afunc=arun, name=name)

@@ -45,7 +45,7 @@ from langchain.agents.middleware import (
     ModelResponse,
     hook_config,
 )
-from langchain.agents.middleware.types import PrivateStateAttr
+from langchain.agents.middleware.types import OmitFromInput, PrivateStateAttr
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -72,7 +72,7 @@ from engram.nodes.model.summarize import Summarizer
 from engram.nodes.offload import Offloader
 from engram.nodes.owner import ThreadOwnerError, check_thread_owner
 from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
-from engram.nodes.state import EngramState
+from engram.nodes.state import EngramState, PendingProcedure
 from engram.nodes.text.tokens import counter_for_model
 from engram.nodes.text.transcript import stamp_reply
 from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
@@ -87,6 +87,14 @@ class EngramAgentState(AgentState[Any], EngramState):  # type: ignore[misc]
     built_for_evictions: NotRequired[Annotated[int, PrivateStateAttr]]
     """`evicted_message_count` when `built_context` was made: a compaction since makes the next
     model call of the turn build the context again."""
+    owner: NotRequired[Annotated[str, OmitFromInput]]
+    """`EngramState.owner`, which no input sets."""
+    registered_user: NotRequired[Annotated[str, OmitFromInput]]
+    """`EngramState.registered_user`, which no input sets."""
+    memory_jobs: NotRequired[Annotated[list[dict[str, Any]], OmitFromInput]]
+    """`EngramState.memory_jobs`, which no input sets."""
+    pending_procedures: NotRequired[Annotated[list[PendingProcedure], OmitFromInput]]
+    """`EngramState.pending_procedures`, which no input sets."""
     owner_seen: NotRequired[Annotated[str, PrivateStateAttr]]
     """The id of the thread's newest message when a run of its owner last began or ended: what
     follows it when a refused run begins is that run's input."""
@@ -180,11 +188,11 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         self, state: EngramAgentState, runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Compact when the thresholds say so (`engram.nodes.compact`)."""
-        return await self._compact_if_due(state, self._runtime(runtime))
+        return await self._compact_if_due(state, self._runtime(runtime, state))
 
     def before_model(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Sync `abefore_model`."""
-        return run_sync(self._compact_if_due(state, self._runtime(runtime)))
+        return run_sync(self._compact_if_due(state, self._runtime(runtime, state)))
 
     # -- wrap_model_call: recall and the budgeted context -------------------------------------
 
@@ -192,14 +200,14 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         self, request: ModelRequest, handler: AsyncModelHandler
     ) -> ModelResponse | ExtendedModelResponse:
         """Call the model on the context engram builds; record the build in the state."""
-        prepared = await self._prepare(request, self._runtime(request.runtime))
+        prepared = await self._prepare(request, self._runtime(request.runtime, request.state))
         return _with_update(await handler(prepared.request), prepared)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: ModelHandler
     ) -> ModelResponse | ExtendedModelResponse:
         """Sync `awrap_model_call` (the model itself is called in the caller's thread)."""
-        prepared = run_sync(self._prepare(request, self._runtime(request.runtime)))
+        prepared = run_sync(self._prepare(request, self._runtime(request.runtime, request.state)))
         return _with_update(handler(prepared.request), prepared)
 
     # -- wrap_tool_call: offload ---------------------------------------------------------------
@@ -231,9 +239,8 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             ThreadOwnerError: The thread belongs to another user.
             UserMismatchError: The run names another user than the signed-in one.
         """
-        if (refusal := self._refusal(state, runtime)) is not None:
-            raise refusal
-        return {**(await self._consolidate(state, self._runtime(runtime)) or {}), **_seen(state)}
+        update = await self._consolidate(state, self._runtime(runtime, state))
+        return {**(update or {}), **_seen(state)}
 
     def after_agent(self, state: EngramAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Sync `aafter_agent`."""
@@ -253,9 +260,17 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             return refusal
         return None
 
-    def _runtime(self, runtime: Runtime[Any]) -> Runtime[Context]:
+    def _runtime(self, runtime: Runtime[Any], state: EngramAgentState) -> Runtime[Context]:
         """The runtime with engram's settings for this run as its context (from the run's
-        config, a context variable of the caller's thread)."""
+        config, a context variable of the caller's thread), once the run is known to be the
+        thread owner's (`engram.nodes.owner`).
+
+        Raises:
+            ThreadOwnerError: The thread belongs to another user.
+            UserMismatchError: The run names another user than the signed-in one.
+        """
+        if (refusal := self._refusal(state, runtime)) is not None:
+            raise refusal
         return runtime.override(
             context=context_for_run(runtime.context, self.defaults, _run_config())
         )

@@ -21,6 +21,7 @@ from langgraph.store.base import BaseStore, Item, PutOp
 from engram.graph.loop import run_sync
 from engram.nodes.context import Context
 from engram.stores.memory.jobs import is_abandoned
+from engram.stores.memory.users import thread_owner
 from engram.stores.namespaces import JOBS_NAMESPACE
 
 _PAGE = 100
@@ -48,14 +49,17 @@ async def aresume_memory_work(graph: Pregel, *, context: Context | None = None) 
     template = context or Context()
     for thread_id, items in abandoned.items():
         config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
-        jobs = (await graph.aget_state(config)).values.get("memory_jobs", ())
+        values = (await graph.aget_state(config)).values
+        jobs = values.get("memory_jobs", ())
         referenced = {job["id"] for job in jobs}
         # An entry the thread's state never recorded (its process died inside the node that
         # journaled it): the thread's next consolidation covers those messages anyway.
         orphans = [PutOp(i.namespace, i.key, None) for i in items if i.key not in referenced]
         if orphans:
             await store.abatch(orphans)
-        for user_id in dict.fromkeys(job["user_id"] for job in jobs):
+        # a thread runs for its owner alone, whose session end runs the owner's jobs
+        user_id = thread_owner(values) or next((job["user_id"] for job in jobs), None)
+        if user_id is not None:
             await graph.ainvoke(
                 {"messages": [], "end_session": True},
                 config,

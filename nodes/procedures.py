@@ -113,15 +113,15 @@ async def learn_procedure(state: EngramState, runtime: Runtime[Context]) -> dict
     if ctx.incognito or runtime.store is None:
         return {}
     messages = state["messages"]
-    # one kept without its user (an older engram) is nobody's to write: dropped
-    waiting = [p for p in state.get("pending_procedures") or () if p.get("user_id")]
+    # a thread is its owner's: one kept for anyone else (or, by an older engram, for nobody)
+    # is not this run's to write, and is dropped
+    waiting = [p for p in state.get("pending_procedures") or () if p.get("user_id") == ctx.user_id]
     found = None if state.get("end_session") else run_procedure(messages)
     fresh = None if found is None else PendingProcedure(**found, user_id=ctx.user_id)
     if fresh is not None and waiting and fresh["message_ids"] == waiting[-1]["message_ids"]:
         return {}  # the same run again (a replay): nothing new was said about it
     if (
         waiting
-        and waiting[-1]["user_id"] == ctx.user_id
         and not state.get("end_session")
         and said_it_failed(_latest_request(messages))
     ):
@@ -143,11 +143,10 @@ async def learn_procedure(state: EngramState, runtime: Runtime[Context]) -> dict
 
 
 async def _write(waiting: PendingProcedure, runtime: Runtime[Context]) -> None:
-    """Writes (or proposes) a waiting procedure under its user. Another user's (the thread
-    changed hands) is written quietly: this run's caller is not told about their memories."""
+    """Writes (or proposes) a waiting procedure of the run's user."""
     ctx = runtime.context
-    user_id = waiting["user_id"]
-    writer = runtime.stream_writer if user_id == ctx.user_id else _quiet
+    user_id = ctx.user_id
+    writer = runtime.stream_writer
     procedure = Procedure(waiting["task"], tuple(waiting["calls"]))
     candidate = MemoryCandidate(
         content=procedure.content,
@@ -175,7 +174,3 @@ def _latest_request(messages: Sequence[BaseMessage]) -> str:
         if isinstance(message, HumanMessage):
             return message_content(message)
     return ""
-
-
-def _quiet(_: Any) -> None:
-    return None

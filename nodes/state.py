@@ -122,7 +122,7 @@ class PendingProcedure(TypedDict):
     message_ids: list[str]
     """The run's messages."""
     user_id: NotRequired[str]
-    """Whose run it was: it is written under this user, whoever runs the thread next. Missing in
+    """Whose run it was: only a run of the same user (the thread's owner) writes it. Missing in
     what engram kept before it recorded the user; such a procedure is dropped, not written."""
 
 
@@ -148,6 +148,15 @@ def _kept_results(
     for key in with_text[:-MAX_RESULTS_IN_THREAD]:
         merged[key] = {k: v for k, v in merged[key].items() if k != "content"}  # type: ignore[assignment]
     return merged
+
+
+class EngramInput(TypedDict):
+    """What a run of the graph takes (its input schema): new messages, or a session end. The
+    rest of the state (the thread's owner, background jobs, procedures waiting to be written,
+    ...) is written by engram's nodes alone: an input naming any of it is not applied."""
+
+    messages: Annotated[list[AnyMessage], add_valid_messages]
+    end_session: NotRequired[Annotated[bool, EphemeralValue(bool)]]
 
 
 class EngramState(TypedDict):

@@ -16,7 +16,7 @@ serves beside the graph (`"http": {"app": "./graph/http/app.py:app"}`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 
 from langgraph.store.base import BaseStore
@@ -33,6 +33,7 @@ def create_app(
     *,
     user_header: bool | None = None,
     store_factory: Callable[[], BaseStore] | None = None,
+    trusted_origins: Collection[str] | None = None,
 ) -> Starlette:
     """The memory API (`/api/memories...`, the pending memories at `/api/memories/pending...`)
     and the memories page (`/memories`).
@@ -46,6 +47,10 @@ def create_app(
             (`engram.graph.http.users`).
         store_factory: Opens the store when `store` is None; default engram's own
             (`engram.stores.chroma.store.make_store`, as langgraph.json's store).
+        trusted_origins: Origins of other sites (your app's front end, say
+            `https://app.example.com`) whose pages may change memories with the signed-in
+            person's cookie; None: under a LangGraph server, the origins its CORS config
+            allows. A page of the server's own origin always may.
 
     Example:
         >>> from langgraph.store.memory import InMemoryStore
@@ -55,7 +60,7 @@ def create_app(
         0
     """
     source = StoreSource(store, store_factory)
-    memories = MemoryApi(source, user_header=user_header)
+    memories = MemoryApi(source, user_header=user_header, trusted_origins=trusted_origins)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

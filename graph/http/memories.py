@@ -19,6 +19,7 @@ Every request acts for one user (`engram.graph.http.users`); another user's memo
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from langgraph.store.base import GetOp
@@ -42,7 +43,11 @@ from engram.graph.http.inputs import (
     validation_detail,
 )
 from engram.graph.http.store import StoreSource
-from engram.graph.http.users import header_allowed_by_default, request_user
+from engram.graph.http.users import (
+    header_allowed_by_default,
+    request_user,
+    trusted_origins_by_default,
+)
 from engram.nodes.extract.statement import statement_candidate
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.manage.journal import JournalEntry
@@ -64,11 +69,23 @@ class MemoryApi:
         user_header: Whether `X-Engram-User` may name the user when no authenticated user is
             there; None: only under `langgraph dev` without auth
             (`engram.graph.http.users.header_allowed_by_default`).
+        trusted_origins: Origins of other sites whose pages may change memories (with the
+            signed-in person's cookie); None: under a LangGraph server, those its CORS config
+            allows (`engram.graph.http.users.trusted_origins_by_default`).
     """
 
-    def __init__(self, source: StoreSource, *, user_header: bool | None = None) -> None:
+    def __init__(
+        self,
+        source: StoreSource,
+        *,
+        user_header: bool | None = None,
+        trusted_origins: Collection[str] | None = None,
+    ) -> None:
         self.source = source
         self.user_header = user_header
+        self.trusted_origins = (
+            trusted_origins_by_default() if trusted_origins is None else frozenset(trusted_origins)
+        )
 
     def routes(self) -> list[Route]:
         """The endpoints, each answering JSON (`answers_json`)."""
@@ -250,7 +267,7 @@ class MemoryApi:
     def user(self, request: Request) -> str:
         """Whose memories `request` may see (`engram.graph.http.users`)."""
         allowed = header_allowed_by_default() if self.user_header is None else self.user_header
-        return request_user(request, header_allowed=allowed)
+        return request_user(request, header_allowed=allowed, trusted_origins=self.trusted_origins)
 
     async def memory(self) -> LongTermMemory:
         """The user's memories in the app's store, written as a person asks."""

@@ -19,14 +19,17 @@ A request that changes memories (any method but GET, HEAD and OPTIONS) must carr
 another site cannot send: `Content-Type: application/json`, the `X-Engram-User` header or a
 bearer token (`Authorization: Bearer ...`; a page on another origin can set any of them only
 after a CORS preflight the server refuses, and a browser never adds a bearer token by itself);
-and an `Origin`, when the browser sends one, must be the server's own. Otherwise a session
-cookie that the browser adds by itself would let any site's form act for the signed-in person
-(403).
+and an `Origin`, when the browser sends one, must be the server's own or one the app trusts
+(`create_app(trusted_origins=...)`; under a LangGraph server, by default, the origins its CORS
+config allows). Otherwise a session cookie that the browser adds by itself would let any site's
+form act for the signed-in person (403).
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Collection
 from urllib.parse import unquote, urlsplit
 
 from starlette.requests import Request
@@ -39,6 +42,8 @@ LOCAL_DEV_VARIANT = ("LANGSMITH_LANGGRAPH_API_VARIANT", "local_dev")
 """What `langgraph dev` sets in its server's environment."""
 AUTH_ENV = "LANGGRAPH_AUTH"
 """Set by the LangGraph server when langgraph.json configures auth."""
+HTTP_ENV = "LANGGRAPH_HTTP"
+"""Set by the LangGraph server to langgraph.json's `"http"` (its CORS config among it)."""
 MAX_USER_CHARS = 1000
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods that change nothing; every other one is checked against cross-site requests."""
@@ -51,7 +56,20 @@ def header_allowed_by_default() -> bool:
     return os.environ.get(name) == value and not os.environ.get(AUTH_ENV)
 
 
-def request_user(request: Request, *, header_allowed: bool) -> str:
+def trusted_origins_by_default() -> frozenset[str]:
+    """Under a LangGraph server, the origins its CORS config allows (`"http": {"cors":
+    {"allow_origins": [...]}}` in langgraph.json), never `*`; else none."""
+    try:
+        http = json.loads(os.environ.get(HTTP_ENV) or "{}")
+    except ValueError:
+        return frozenset()
+    origins = ((http.get("cors") or {}) if isinstance(http, dict) else {}).get("allow_origins")
+    return frozenset(o.rstrip("/") for o in origins or () if isinstance(o, str) and o != "*")
+
+
+def request_user(
+    request: Request, *, header_allowed: bool, trusted_origins: Collection[str] = ()
+) -> str:
     """The user id whose memories `request` may read and change.
 
     Raises:
@@ -59,7 +77,7 @@ def request_user(request: Request, *, header_allowed: bool) -> str:
             change sent the way another site's form could send it (403), or a header that is
             not a user id (400).
     """
-    _check_not_cross_site(request)
+    _check_not_cross_site(request, trusted_origins)
     named = _header_user(request)
     authenticated = _authenticated_identity(request)
     if authenticated is not None:
@@ -87,7 +105,7 @@ def request_user(request: Request, *, header_allowed: bool) -> str:
     return named
 
 
-def _check_not_cross_site(request: Request) -> None:
+def _check_not_cross_site(request: Request, trusted_origins: Collection[str]) -> None:
     """Refuse a change that another site's page could have made the browser send.
 
     Raises:
@@ -106,7 +124,8 @@ def _check_not_cross_site(request: Request) -> None:
             "can send none of them, so it cannot act for a signed-in person",
         )
     origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+    own = origin is not None and urlsplit(origin).netloc == request.headers.get("host")
+    if origin is not None and not own and origin.rstrip("/") not in trusted_origins:
         raise ApiError(
             403,
             f"this request comes from a page of another origin ({origin}); the memory API "

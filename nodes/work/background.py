@@ -147,10 +147,14 @@ class MemoryWork:
             finish: Wait for every job of the thread first (a session end), running abandoned
                 ones here.
         """
-        jobs = list(state.get("memory_jobs", ()))
+        every = list(state.get("memory_jobs", ()))
+        jobs = [j for j in every if j.get("user_id") == runtime.context.user_id]
+        if len(jobs) < len(every):  # a thread is its owner's: a job naming anyone else is no job
+            logger.warning("dropped %d memory jobs of another user than the thread's",
+                           len(every) - len(jobs))
         store = runtime.store
         if not jobs or store is None:
-            return {}
+            return {"memory_jobs": jobs} if len(jobs) < len(every) else {}
         if finish:
             await self._finish(jobs, state, runtime)
         try:
@@ -197,7 +201,8 @@ class MemoryWork:
         if "memory_jobs" not in update or runtime.store is None:
             return []
         kept = {j["id"] for j in update["memory_jobs"]}
-        applied = [j for j in jobs if j["id"] not in kept]
+        mine = runtime.context.user_id  # a dropped job of anyone else's is left where it is
+        applied = [j for j in jobs if j["id"] not in kept and j.get("user_id") == mine]
         if not applied:
             return []
         try:

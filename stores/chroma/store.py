@@ -338,13 +338,15 @@ class ChromaStore(BaseStore):
         """Delete an item and purge it from the store's files (`purge_deleted`): a plain delete
         is someone's wish that it be gone (a LangGraph server's `DELETE /store/items` calls
         this). engram's own deletes go through `batch`, many at a time, and purge once."""
-        super().delete(namespace, key)
-        self.purge_deleted()
+        if self.get(namespace, key) is not None:
+            super().delete(namespace, key)
+            self.purge_deleted()
 
     async def adelete(self, namespace: tuple[str, ...], key: str) -> None:
         """Async `delete`."""
-        await super().adelete(namespace, key)
-        await self.apurge_deleted()
+        if await self.aget(namespace, key) is not None:
+            await super().adelete(namespace, key)
+            await self.apurge_deleted()
 
     def purge_deleted(self) -> PurgeReport:
         """Make what was deleted from this store unrecoverable from its files: Chroma's log rows

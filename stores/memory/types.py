@@ -15,7 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from uuid import uuid4
 
 from langgraph.store.base import Item, PutOp
@@ -26,6 +26,8 @@ from engram.stores.memory.content import MAX_CONTENT_CHARS, content_problem
 from engram.stores.text import valid_unicode
 
 logger = logging.getLogger(__name__)
+
+ItemT = TypeVar("ItemT", bound=Item)
 
 DEFAULT_IMPORTANCE: dict[str, float] = {
     "preference": 0.9,
@@ -154,6 +156,12 @@ class Memory(BaseModel):
                 ", ".join(unreadable[:5]),
             )
         return memories, unreadable
+
+    @classmethod
+    def only_readable(cls, items: list[ItemT]) -> list[ItemT]:
+        """The items that read as memories (`readable`), as they are."""
+        readable = {m.id for m in cls.readable(items)[0]}
+        return [item for item in items if item.key in readable]
 
     def to_value(self) -> dict[str, Any]:
         """The store value (JSON-safe; includes the derived `current` flag)."""

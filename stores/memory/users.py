@@ -300,6 +300,8 @@ async def adelete_user(
     """
     threads = await arun_steps(store, registered_threads_steps(user_id))
     if checkpointer is not None:
+        owners = [await checkpointer.aget_tuple(_thread_config(t)) for t in threads]
+        threads = _owned(threads, owners, user_id)
         await adelete_checkpoints(checkpointer, threads)
     deleted = await arun_steps(store, purge_user_steps(user_id))
     await apurge_store(store)
@@ -312,6 +314,8 @@ def delete_user(
     """Sync `adelete_user`."""
     threads = run_steps(store, registered_threads_steps(user_id))
     if checkpointer is not None:
+        owners = [checkpointer.get_tuple(_thread_config(t)) for t in threads]
+        threads = _owned(threads, owners, user_id)
         delete_checkpoints(checkpointer, threads)
     deleted = run_steps(store, purge_user_steps(user_id))
     purge_store(store)
@@ -348,7 +352,7 @@ async def adelete_thread(
     """
     _check_thread(thread_id)
     if checkpointer is not None:
-        found = await checkpointer.aget_tuple({"configurable": {"thread_id": thread_id}})
+        found = await checkpointer.aget_tuple(_thread_config(thread_id))
         _check_owner(found, user_id, thread_id)
         await adelete_checkpoints(checkpointer, [thread_id])
     steps = delete_thread_steps(user_id, thread_id, registry=checkpointer is not None)
@@ -367,7 +371,7 @@ def delete_thread(
     """Sync `adelete_thread`."""
     _check_thread(thread_id)
     if checkpointer is not None:
-        found = checkpointer.get_tuple({"configurable": {"thread_id": thread_id}})
+        found = checkpointer.get_tuple(_thread_config(thread_id))
         _check_owner(found, user_id, thread_id)
         delete_checkpoints(checkpointer, [thread_id])
     steps = delete_thread_steps(user_id, thread_id, registry=checkpointer is not None)
@@ -403,6 +407,20 @@ def purge_store(store: BaseStore) -> None:
     """Sync `apurge_store`."""
     if (purge := getattr(store, "purge_deleted", None)) is not None:
         purge()
+
+
+def _thread_config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}
+
+
+def _owned(threads: list[str], found: list[Any], user_id: str) -> list[str]:
+    """The registered threads whose checkpoints say they are `user_id`'s (or say nothing): a
+    registry entry alone never makes another user's thread deletable."""
+    owners = [
+        thread_owner(f.checkpoint.get("channel_values", {})) if f is not None else None
+        for f in found
+    ]
+    return [t for t, owner in zip(threads, owners, strict=True) if owner in (None, user_id)]
 
 
 def _check_owner(found: Any, user_id: str, thread_id: str) -> None:

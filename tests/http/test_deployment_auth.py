@@ -10,6 +10,7 @@ folder.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import threading
@@ -189,6 +190,13 @@ def test_bob_reaches_nothing_of_alices(client: httpx.Client, alice_thread: str) 
                  ).status_code == 403
     wildcard = store("POST", "/namespaces", json={"prefix": ["memories", "*"]})
     assert wildcard.status_code == 403
+    # his own thread registry would make alice's thread his to delete with his user
+    registry = {"namespace": ["threads", "bob"], "key": alice_thread, "value": {"thread_id": "x"}}
+    assert store("PUT", "/items", json=registry).status_code == 403
+    # his own thread cannot be handed to alice's thread list
+    handed = client.patch(f"/threads/{bob_thread}", headers=BOB,
+                          json={"metadata": {"owner": "alice"}})
+    assert handed.status_code == 200 and handed.json()["metadata"]["owner"] == "bob"
 
     # the memory API: his own memories; naming alice is refused
     named = client.get("/api/memories", headers={**BOB, "X-Engram-User": "alice"})
@@ -230,7 +238,7 @@ def test_pages_of_another_origin_change_and_read_nothing(
                 page.goto(f"{attacker}/fetches")
                 page.wait_for_function("document.title.startsWith('done')", timeout=60_000)
                 fetched = json.loads(page.title().removeprefix("done "))
-                for form in ("restore", "add"):
+                for form in ("restore", "add", "run"):
                     page.goto(f"{attacker}/{form}")
                     page.wait_for_load_state("load")
                     assert "Lisbon" not in page.content() and "created" not in page.content()
@@ -238,6 +246,8 @@ def test_pages_of_another_origin_change_and_read_nothing(
                 browser.close()
     assert fetched == {"read": "refused", "search": "refused", "restore": "refused"}
     assert alices_data(client, alice_thread) == before  # still forgotten, nothing added
+    threads = client.post("/threads/search", headers=ALICE, json={"limit": 100}).json()
+    assert not any("Mallory" in json.dumps(t.get("values")) for t in threads)
     assert client.post(f"/api/memories/{lisbon['id']}/restore", headers=ALICE).status_code == 200
 
 
@@ -245,12 +255,21 @@ def test_bad_input_is_refused_with_what_was_wrong(client: httpx.Client) -> None:
     nested = client.post("/api/memories", headers={**ALICE, "Content-Type": "application/json"},
                          content=b"[" * 30_000)
     assert nested.status_code == 400 and "nests" in nested.json()["detail"]
-    signed_in = {"Cookie": "session=token-alice"}  # what a browser adds by itself
-    as_form = client.post("/api/memories", headers=signed_in, data={"text": "planted by a form"})
+    cookie = {"Cookie": "session=token-alice"}  # what a browser adds by itself
+    cross_site = {**cookie, "Sec-Fetch-Site": "cross-site"}
+    refused = client.post("/runs/wait", headers=cross_site, json={"assistant_id": "engram"})
+    assert refused.status_code == 403  # the documented authenticate: not from its own pages
+    # behind it, the memory API refuses on its own what a form could send
+    own_page = {**cookie, "Sec-Fetch-Site": "same-origin"}
+    as_form = client.post("/api/memories", headers=own_page, data={"text": "planted by a form"})
     assert as_form.status_code == 403 and "Content-Type" in as_form.json()["detail"]
-    elsewhere = {**signed_in, "Content-Type": "application/json", "Origin": "http://evil.test"}
+    elsewhere = {**own_page, "Origin": "http://evil.test"}
     from_elsewhere = client.post("/api/memories", headers=elsewhere, json={"text": "planted"})
     assert from_elsewhere.status_code == 403 and "origin" in from_elsewhere.json()["detail"]
+    # the app's own front end, which langgraph.json's "cors" allows, may
+    app_page = {**cookie, "Origin": "https://app.example.com"}
+    added = client.post("/api/memories", headers=app_page, json={"text": "Alice grows figs"})
+    assert added.status_code == 201, added.text
 
 
 def test_what_alice_deletes_is_in_no_file(
@@ -258,10 +277,15 @@ def test_what_alice_deletes_is_in_no_file(
 ) -> None:
     chroma = deployment.data / "chroma"
 
-    # a thread: its archived messages go with it (the offline rules keep no memory of this)
+    # a thread: its archived messages go with it (the offline rules keep no memory of this);
+    # deleting one of its runs leaves them
     thread = new_thread(client, ALICE)
     assert run(client, ALICE, thread, say("ha, the zyxquorble meme again")).status_code == 200
     assert run(client, ALICE, thread, {"end_session": True}).status_code == 200
+    assert files_holding(chroma, "zyxquorble")
+    [first_run, *_] = client.get(f"/threads/{thread}/runs", headers=ALICE).json()
+    gone_run = client.delete(f"/threads/{thread}/runs/{first_run['run_id']}", headers=ALICE)
+    assert gone_run.status_code in (200, 202, 204), gone_run.text
     assert files_holding(chroma, "zyxquorble")
     assert client.delete(f"/threads/{thread}", headers=ALICE).status_code in (200, 204)
     assert client.get(f"/threads/{thread}", headers=ALICE).status_code == 404
@@ -314,15 +338,19 @@ def _attack_page(target: str, memory_id: str) -> dict[str, str]:
     }})();
     </script>"""
 
-    def form(action: str, body: str, enctype: str) -> str:
-        return (f'<form method="post" action="{target}{action}" enctype="{enctype}">'
-                f'<input name="{body}" value=""></form>'
+    def form(action: str, json_object: dict[str, Any]) -> str:
+        """A text/plain form whose body (`name=value`) is `json_object` with one more field."""
+        name, value = json.dumps(json_object)[:-1] + ', "x": "', '"}'
+        return (f'<form method="post" action="{target}{action}" enctype="text/plain">'
+                f'<input name="{html.escape(name)}" value="{html.escape(value)}"></form>'
                 "<script>document.forms[0].submit()</script>")
 
+    said = {"messages": [{"role": "user", "content": "I work at Mallory Corp"}]}
     return {
         "/fetches": fetches,
-        "/restore": form(f"/api/memories/{memory_id}/restore", "x", "text/plain"),
-        "/add": form("/api/memories", '{"text": "planted by a form", "x', "text/plain"),
+        "/restore": form(f"/api/memories/{memory_id}/restore", {}),
+        "/add": form("/api/memories", {"text": "planted by a form"}),
+        "/run": form("/runs/wait", {"assistant_id": "engram", "input": said}),
     }
 
 

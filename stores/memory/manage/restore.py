@@ -137,7 +137,11 @@ def delete_memory_steps(user_id: str, memory_id: str) -> Steps[bool]:
     (item,) = yield [GetOp(namespace, memory_id)]
     if item is None:
         return False
-    memory = Memory.from_item(item)
+    readable, _ = Memory.readable([item])
+    if not readable:  # something else put it there: deleted as it is
+        yield [PutOp(namespace, memory_id, None)]
+        return True
+    memory = readable[0]
     history = yield from _older_versions(namespace, memory)
     for gone in [memory, *history]:
         yield from delete_steps(namespace, hash_namespace(user_id), gone.id)

@@ -150,9 +150,8 @@ def upsert_steps(
         (found,) = yield [
             SearchOp(namespace, {"key": candidate.key, "current": True}, limit=50, query=content)
         ]
-        olds, _ = Memory.readable(found)
-        readable = {m.id for m in olds}
-        found = [i for i in found if i.key in readable]  # in the order of olds
+        found = Memory.only_readable(found)
+        olds = [Memory.from_item(i) for i in found]
         if is_procedure(structured):
             same = [old for old in olds if same_procedure(old.structured_data, structured)]
         else:
@@ -203,6 +202,7 @@ def upsert_steps(
     similar = []
     if not candidate.update_only:
         (similar,) = yield [SearchOp(namespace, flt, limit=settings.merge_pool, query=content)]
+        similar = Memory.only_readable(similar)
     for item in similar:
         if item.score is None or item.score < settings.duplicate_threshold:
             continue
@@ -226,6 +226,7 @@ def upsert_steps(
     if settings.decision_floor is not None:
         flt = {"current": True, "forgotten": False}
         (nearby,) = yield [SearchOp(namespace, flt, limit=settings.merge_pool, query=content)]
+        nearby = Memory.only_readable(nearby)
         for question in _questions(nearby, content, candidate.key, settings.decision_floor):
             answer: Answer = yield question
             existing = question.existing
@@ -276,9 +277,10 @@ def derived_id(namespace: tuple[str, ...], digest: str) -> str:
 
 
 def get_steps(namespace: tuple[str, ...], memory_id: str) -> Steps[Memory | None]:
-    """One memory by id, or None."""
+    """One memory by id, or None (also for an item there that is not a memory)."""
     (item,) = yield [GetOp(namespace, memory_id)]
-    return Memory.from_item(item) if item is not None else None
+    found, _ = Memory.readable([item] if item is not None else [])
+    return found[0] if found else None
 
 
 def list_steps(

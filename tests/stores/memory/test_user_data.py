@@ -122,3 +122,13 @@ def test_the_cli_works_on_a_chroma_server(chroma_server, tmp_path, monkeypatch):
     deleted = runner.invoke(app, ["memory", "delete", "--all", "-u", user, "--yes", "--json"])
     assert json.loads(deleted.stdout)["deleted"] == {"memories": 1, "memory_hashes": 1}
     assert not (tmp_path / "chroma").exists()  # the server was used, not the local folder
+
+
+def test_a_registry_entry_alone_never_makes_another_users_thread_deletable():
+    store, saver = InMemoryStore(index=INDEX), InMemorySaver()
+    graph = consolidate_graph(store, saver)
+    turn(graph, "alices-thread", "alice")
+    store.put(("threads", "bob"), "alices-thread", {"thread_id": "alices-thread"}, index=False)
+    report = delete_user(store, "bob", checkpointer=saver)
+    assert report.threads == []
+    assert saver.get_tuple({"configurable": {"thread_id": "alices-thread"}}) is not None
