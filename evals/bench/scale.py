@@ -18,8 +18,8 @@ opens the folder holds), it measures what an app and its operator do:
 - peak memory of the measuring process.
 
 Two shapes: "spread" (N items over M users alike) and "one" (one user owns 90% of them). With
-`--server`, the same on a `chroma run` server. Each figure's growth from the smallest size to
-the largest is printed beside it.
+`--server`, the same on a `chroma run` server. Each figure's growth between the two largest
+sizes is printed beside it.
 
     python -m engram.evals.bench scale [--sizes 1000,10000,100000] [--users 1000]
                                        [--shapes spread,one] [--server]
@@ -301,10 +301,12 @@ def table(results: dict[int, dict[str, Any]], title: str) -> Table:
     out.add_column("")
     for n in sizes:
         out.add_column(f"{n:,} items", justify="right")
-    out.add_column(f"{sizes[-1] // sizes[0]}x items" if len(sizes) > 1 else "", justify="right")
+    growth = f"{sizes[-2]:,} -> {sizes[-1]:,}" if len(sizes) > 1 else ""
+    out.add_column(growth, justify="right")
     for row in ROWS:
         cells = [_cell(results[n].get(row), row) for n in sizes]
-        first, last = results[sizes[0]].get(row), results[sizes[-1]].get(row)
+        first, last = (results[sizes[-2]].get(row), results[sizes[-1]].get(row)) if len(
+            sizes) > 1 else (None, None)
         growth = (f"{last / first:.1f}x" if isinstance(first, float) and isinstance(last, float)
                   and first > 0 and len(sizes) > 1 else "")
         out.add_row(row, *cells, growth)

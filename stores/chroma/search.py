@@ -32,6 +32,11 @@ from engram.stores.chroma.mirror import LexicalMirror
 from engram.stores.lexical.fusion import fuse
 from engram.stores.lexical.hybrid import HybridHit, HybridSearchOp
 
+EXACT_BELOW = 1000
+"""A namespace of at most this many vectors is searched exactly, its vectors read and compared
+here: Chroma's filtered query costs about as much as the whole collection's size (100 ms at
+100,000 records), reading a few hundred vectors a few milliseconds."""
+
 FetchItems = Callable[[Sequence[str], float], dict[str, tuple[Item, dict[str, Any]]]]
 
 
@@ -66,9 +71,15 @@ def nearest(
             where=md.combine(scope + where),
             include=include,
         )
+    elif not ids:
+        return {}, True, {}
+    elif len(ids) <= EXACT_BELOW:  # a few vectors: compared here, whatever the collection holds
+        res = _exact_nearest(collection, query_vector, ids, n, include)
+        present = set(res["ids"][0])
+        if len(present) < min(n, len(ids)):  # an id of the index is not in Chroma
+            mirror.forget_ghosts([i for i in ids if i not in present])
+        return _answer(res, now, read, exhausted=len(ids) <= n)
     else:
-        if not ids:
-            return {}, True, {}
         try:
             res = _query_ids(collection, query_vector, ids, n, include)
         except chromadb.errors.InternalError as exc:  # an id of the index is not in Chroma
@@ -88,6 +99,13 @@ def nearest(
         exhausted = len(ids) <= n
         if len(ids) > returned:
             res = _exact_nearest(collection, query_vector, ids, n, include)
+    return _answer(res, now, read, exhausted=exhausted)
+
+
+def _answer(
+    res: dict[str, Any], now: float, read: bool, *, exhausted: bool
+) -> tuple[dict[str, float], bool, dict[str, dict[str, Any]]]:
+    """`nearest`'s answer from a Chroma query's (or `_exact_nearest`'s)."""
     similarity: dict[str, float] = {}
     for record_id, distance in zip(res["ids"][0], res["distances"][0]):
         item_id = md.record_owner(record_id)

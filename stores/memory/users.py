@@ -65,10 +65,11 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 _NO_LOCK = contextlib.nullcontext()
-PAGE = 10_000
-"""Items read or deleted per store call when walking a whole namespace. Large, as a plain search
-costs `ChromaStore` a scan of the namespace's metadata whatever the page size; bounded, so that
-no call holds a whole namespace of any size."""
+PAGE = 100_000
+"""Items read or deleted per store call when walking a whole namespace. Large: a plain search
+costs `ChromaStore` a read of the namespace's metadata whatever the page size (it reads them a
+page of its own at a time), so one call that takes a whole namespace is the fastest, and what
+walks one (a listing, an export) holds all of it anyway."""
 
 
 def register_thread_op(user_id: str, thread_id: str, now: str) -> PutOp:
