@@ -137,7 +137,7 @@ def latency(memories: int, queries: int, console: Console) -> None:
     rng = random.Random(0)
     texts = [_synthetic_text(rng, rng.randint(6, 16)) for _ in range(memories)]
     questions = [_synthetic_text(rng, rng.randint(4, 10)) for _ in range(queries)]
-    embeddings = _LookupEmbeddings(384)
+    embeddings = LookupEmbeddings(384)
     categories = ("preference", "fact", "project", "lesson", "skill", "goal")
     rows: list[tuple[str, list[float]]] = []
     with tempfile.TemporaryDirectory() as folder:
@@ -214,7 +214,7 @@ def _first_turns(store: ChromaStore, questions: Sequence[str]) -> tuple[float, f
     return times[0], times[1]
 
 
-class _LookupEmbeddings(Embeddings):
+class LookupEmbeddings(Embeddings):
     """A random unit vector per text, the same every time: embedding costs nothing here."""
 
     def __init__(self, dims: int) -> None:

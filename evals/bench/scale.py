@@ -28,7 +28,6 @@ sizes is printed beside it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import random
 import resource
@@ -43,10 +42,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from langchain_core.embeddings import Embeddings
 from rich.console import Console
 from rich.table import Table
+
+from engram.evals.bench.retrieval import LookupEmbeddings
 
 DIMS = 384
 QUERIES = 20
@@ -57,22 +56,9 @@ SHARES = {"memories": 0.45, "episodes": 0.45, "threads": 0.04, "memory_jobs": 0.
 """How an app's items split by kind (archived messages grow as fast as memories)."""
 
 
-class LookupEmbeddings(Embeddings):
-    """A random unit vector per text, the same every time: embedding costs nothing here."""
-
-    dims = DIMS
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.embed_query(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-        vector = np.random.default_rng(seed).standard_normal(DIMS)
-        return (vector / np.linalg.norm(vector)).tolist()
-
-
 def index() -> dict[str, Any]:
-    return {"dims": DIMS, "embed": LookupEmbeddings(), "fields": ["content"]}
+    """The store's index: a random unit vector per text (`LookupEmbeddings`)."""
+    return {"dims": DIMS, "embed": LookupEmbeddings(DIMS), "fields": ["content"]}
 
 
 # -- building -------------------------------------------------------------------------------------

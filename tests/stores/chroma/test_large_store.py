@@ -4,16 +4,14 @@ Written through the store's own batch, with a cheap embedding (a random unit vec
 
 from __future__ import annotations
 
-import hashlib
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 from conftest import files_holding
-from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 
+from engram.evals.bench.retrieval import LookupEmbeddings
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Memory, memory_put
@@ -26,18 +24,8 @@ ITEMS = 33_000
 DIMS = 16
 
 
-class _LookupEmbeddings(Embeddings):
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self.embed_query(text) for text in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-        vector = np.random.default_rng(seed).standard_normal(DIMS)
-        return (vector / np.linalg.norm(vector)).tolist()
-
-
 def _index() -> dict:
-    return {"dims": DIMS, "embed": _LookupEmbeddings(), "fields": ["content"]}
+    return {"dims": DIMS, "embed": LookupEmbeddings(DIMS), "fields": ["content"]}
 
 
 @pytest.fixture(scope="module")
