@@ -64,7 +64,6 @@ BOOKKEEPING = (THREAD_NAMESPACE, HASH_NAMESPACE, JOBS_NAMESPACE, JOURNAL_NAMESPA
 user's thread as its own so that deleting its user deleted that thread."""
 
 
-
 def authorize(auth: Auth) -> Auth:
     """Register engram's authorization handlers on `auth` (see the module docstring); returns
     `auth`.
