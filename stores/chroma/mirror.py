@@ -45,9 +45,9 @@ from engram.stores.paths import default_data_dir
 
 logger = logging.getLogger(__name__)
 
-MAX_ID_FILTER = 20_000
-"""Above this many ids, a Chroma query filters by namespace metadata instead of by id list
-(Chroma looks ids up with one SQL variable each, and SQLite allows 32,766)."""
+SIZE_SECONDS = 60.0
+"""How long the collection's size (`collection_size`, a count Chroma pays for in full) is
+reused: it only steers how a search asks Chroma, never what it answers."""
 
 REMOTE_REFRESH_SECONDS = 0.0
 """How often a namespace is compared in full with a Chroma server other machines may write to:
@@ -91,6 +91,7 @@ class LexicalMirror:
         self._ids: dict[str, dict[str, None]] = {}
         self._extras: dict[str, bool] = {}
         """Scope -> its document ids (an ordered set), kept up to date by this mirror's writes."""
+        self._size: tuple[float, int] | None = None
         self._data_version: int | None = None
         self._lock = threading.Lock()
         if self.index.get_meta(self._built_key) is None and collection.count() == 0:
@@ -201,7 +202,7 @@ class LexicalMirror:
 
     def candidate_ids(self, prefix: Namespace, *, exact: bool, now: float) -> list[str] | None:
         """The indexed items under `prefix` (exactly `prefix` with `exact`), for an id-restricted
-        vector search; None when a metadata filter must do it (extra vectors, too many ids)."""
+        vector search; None when a metadata filter must do it (extra vectors, other writers)."""
         if self.refresh_seconds is not None:
             return None  # other machines write: only Chroma knows every id at once
         if exact:
@@ -221,9 +222,13 @@ class LexicalMirror:
             if self.has_extras(scope):
                 return None
             ids.extend(self._ids_of(scope))
-            if len(ids) > MAX_ID_FILTER:
-                return None
         return ids
+
+    def collection_size(self) -> int:
+        """How many records the collection holds, counted at most every `SIZE_SECONDS`."""
+        if self._size is None or time.monotonic() - self._size[0] > SIZE_SECONDS:
+            self._size = (time.monotonic(), self.collection.count())
+        return self._size[1]
 
     def has_extras(self, scope: str) -> bool:
         """Whether some item of the scope has (or had) more than one vector."""

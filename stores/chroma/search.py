@@ -1,10 +1,19 @@
 """How `ChromaStore` searches by vector (`nearest`) and answers a `HybridSearchOp`.
 
 `nearest` asks Chroma for distances only (reading metadata is what a Chroma query spends most
-on) and, when the lexical mirror can list the namespace's items and no value filter is asked
-for, names their ids instead of filtering on namespace metadata, which costs Chroma several times
-more (10k items: about 7 ms against 30). Ids and a metadata filter are never combined: Chroma 1.5
-then takes seconds (10k ids: about 40 s).
+on). A filtered Chroma query costs as much as the records it filters (100 ms at 100,000), so
+when the lexical mirror can list the namespace's items and no value filter is asked for, their
+count decides how it asks:
+
+- up to `EXACT_BELOW` items: their vectors are read and compared here;
+- a namespace holding `BROAD_SHARE` of the collection or more (one user with most of an app's
+  items): Chroma's unfiltered query, for enough neighbours that `n` of them are likely the
+  namespace's own, which are kept; when too few are, one of the two below;
+- up to `MAX_ID_FILTER` items: a query naming their ids, several times faster than a metadata
+  filter (10k items: about 7 ms against 30);
+- otherwise a metadata filter.
+
+Ids and a metadata filter are never combined: Chroma 1.5 then takes seconds (10k ids: about 40 s).
 
 A hybrid search:
 
@@ -19,6 +28,7 @@ A hybrid search:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +46,11 @@ EXACT_BELOW = 1000
 """A namespace of at most this many vectors is searched exactly, its vectors read and compared
 here: Chroma's filtered query costs about as much as the whole collection's size (100 ms at
 100,000 records), reading a few hundred vectors a few milliseconds."""
+BROAD_SHARE = 0.05
+"""A namespace with at least this share of the collection's records is searched unfiltered."""
+MAX_ID_FILTER = 20_000
+"""Above this many ids, a Chroma query filters by namespace metadata instead of by id list
+(Chroma looks ids up with one SQL variable each, and SQLite allows 32,766)."""
 
 FetchItems = Callable[[Sequence[str], float], dict[str, tuple[Item, dict[str, Any]]]]
 
@@ -64,6 +79,13 @@ def nearest(
     if mirror is not None and not where:  # ids and where together cost Chroma 1.5 seconds per
         ids = mirror.candidate_ids(prefix, exact=exact, now=now)  # 1000 ids: never both
     scope = md.namespace_clauses(prefix) if exact else md.prefix_clauses(prefix)
+    if ids is not None and len(ids) > EXACT_BELOW:
+        assert mirror is not None
+        broad = _broad_nearest(collection, query_vector, ids, n, include, mirror.collection_size())
+        if broad is not None:
+            return _answer(broad, now, read, exhausted=False)
+        if len(ids) > MAX_ID_FILTER:
+            ids = None
     if ids is None:
         res = collection.query(
             query_embeddings=[query_vector],
@@ -161,6 +183,35 @@ def hybrid_search(
         if len(hits) >= op.limit or exhausted:
             return hits
         depth *= 4
+
+
+def _broad_nearest(
+    collection: Collection,
+    query_vector: list[float],
+    ids: list[str],
+    n: int,
+    include: list[Any],
+    size: int,
+) -> dict[str, Any] | None:
+    """The `n` records of `ids` nearest to the query, from an unfiltered query for enough of the
+    collection's nearest that `n` of them are likely among `ids`; None when the namespace is too
+    small a share of the collection for that, or too few came back."""
+    share = len(ids) / max(size, len(ids))
+    if share < BROAD_SHARE:
+        return None
+    res = collection.query(
+        query_embeddings=[query_vector],
+        n_results=min(size, math.ceil(2 * n / share) + 10),
+        include=include,
+    )
+    members = set(ids)
+    keep = [k for k, record_id in enumerate(res["ids"][0]) if record_id in members][:n]
+    if len(keep) < n:
+        return None
+    return {
+        field: [[res[field][0][k] for k in keep]] if res.get(field) else None
+        for field in ("ids", "distances", "metadatas")
+    }
 
 
 def _query_ids(
