@@ -11,8 +11,10 @@ opens the folder holds), it measures what an app and its operator do:
 - first turn: the graph's first turn on a new thread (scripted reply), recall included;
 - recall p50 / p95: `LongTermMemory.search` as a turn runs it;
 - add, forget: one memory through the write policy, one forgotten;
-- delete --all: everything of one user (`delete_user`), with how many items that user had;
-- maintain: one maintenance run over one user's memories;
+- delete --all: everything of one user (`delete_user`), with how many items that user had, and
+  of that the purge of the folder's files (timed again alone: `VACUUM` costs the folder's size);
+- maintain: one maintenance run over one user's memories, with how many items it changed (past
+  10,000 memories or 20,000 archived messages, the caps forget and delete the rest);
 - export: one user's memory.md;
 - users: listing every user with memories;
 - peak memory of the measuring process.
@@ -185,11 +187,14 @@ def measure(where: str, server: bool) -> dict[str, Any]:
         render_markdown(MEASURED_USER, run_steps(store, memories_steps(MEASURED_USER)),
                         exported_at=datetime.now(UTC).isoformat())
     with timed(figures, "maintain"):
-        maintain(store, MEASURED_USER)
+        report = maintain(store, MEASURED_USER)
+    figures["maintain changed"] = report.changed + len(report.episodes_deleted)
     with timed(figures, "users"):
         figures["user count"] = len(run_steps(store, users_steps()))
     with timed(figures, "delete --all"):
         figures["deleted items"] = sum(delete_user(store, MEASURED_USER).deleted.values())
+    with timed(figures, "of which purge"):  # the purge again, with nothing new to remove
+        store.purge_deleted()
     store.close()
     figures["peak memory MB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return figures
@@ -278,7 +283,9 @@ def _child_main(args: list[str]) -> None:
 
 
 ROWS = ["open", "first turn", "recall p50", "recall p95", "add", "forget", "delete --all",
-        "maintain", "export", "users", "peak memory MB"]
+        "of which purge", "maintain", "export", "users", "peak memory MB"]
+COUNTS = {"items of the measured user": "measured_user_items",
+          "items maintain changed": "maintain changed"}
 
 
 def table(results: dict[int, dict[str, Any]], title: str) -> Table:
@@ -296,8 +303,8 @@ def table(results: dict[int, dict[str, Any]], title: str) -> Table:
         growth = (f"{last / first:.1f}x" if isinstance(first, float) and isinstance(last, float)
                   and first > 0 and len(sizes) > 1 else "")
         out.add_row(row, *cells, growth)
-    out.add_row("items of the measured user", *(str(results[n].get("measured_user_items", ""))
-                                                 for n in sizes), "")
+    for row, key in COUNTS.items():
+        out.add_row(row, *(str(results[n].get(key, "")) for n in sizes), "")
     return out
 
 

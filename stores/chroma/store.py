@@ -53,6 +53,7 @@ from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
 from engram.stores.chroma.purge import PurgeReport
 from engram.stores.chroma.search import hybrid_search, nearest
+from engram.stores.chroma.version import check_chroma_version
 from engram.stores.chroma.write import ChromaWriter
 from engram.stores.lexical.index import LexicalIndex
 from engram.stores.paths import default_chroma_path
@@ -111,6 +112,7 @@ class ChromaStore(BaseStore):
         ttl: TTLConfig | None = None,
         lexical: LexicalIndex | bool | None = None,
     ) -> None:
+        check_chroma_version()
         _check_collection_name(collection)
         self._own_clients: list[ClientAPI] = []
         """The clients this store made (`close` closes them)."""
