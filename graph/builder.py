@@ -46,7 +46,7 @@ from engram.nodes.respond import make_respond
 from engram.nodes.start import make_start
 from engram.nodes.state import EngramInput, EngramState
 from engram.nodes.work.background import MemoryWork, wait_for_memory_work
-from engram.stores.paths import default_checkpoint_path
+from engram.stores.paths import default_checkpoint_path, postgres_url_from_env
 
 logger = logging.getLogger(__name__)
 
@@ -232,9 +232,9 @@ def default_store() -> BaseStore:
 def default_checkpointer(postgres_url: str | None = None) -> BaseCheckpointSaver:
     """PostgreSQL at `postgres_url` or `$ENGRAM_POSTGRES_URL` when either is set, else the
     embedded SQLite checkpointer; both serve sync and async calls."""
-    from engram.graph.postgres import ThreadedPostgresSaver, postgres_url_from_env
-
     if url := postgres_url or postgres_url_from_env():
+        from engram.graph.postgres import ThreadedPostgresSaver  # the postgres extra
+
         return ThreadedPostgresSaver.from_url(url)
     return ThreadedSqliteSaver.from_path(default_checkpoint_path())
 

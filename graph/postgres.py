@@ -9,17 +9,21 @@ given `postgres_url=` or when `$ENGRAM_POSTGRES_URL` is set.
 
 from __future__ import annotations
 
-import os
 import time
 
-import psycopg
-from langgraph.checkpoint.postgres import PostgresSaver
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from engram.graph.extras import missing_extra
+
+try:
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as missing:
+    raise missing_extra("PostgreSQL checkpoints", "postgres", missing) from missing
 
 from engram.graph.checkpoint import ThreadedSqliteSaver
+from engram.stores.paths import POSTGRES_URL_ENV
 
-POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
 _SETUP_LOCK = 0x656E6772616D  # "engram": the advisory lock held while the tables are set up
 
 
@@ -82,10 +86,6 @@ class ThreadedPostgresSaver(PostgresSaver):
     adelete_thread = ThreadedSqliteSaver.adelete_thread
     aget_delta_channel_history = ThreadedSqliteSaver.aget_delta_channel_history
 
-
-def postgres_url_from_env() -> str | None:
-    """`$ENGRAM_POSTGRES_URL`, or None when it is unset or empty."""
-    return os.environ.get(POSTGRES_URL_ENV) or None
 
 
 def _redacted(url: str) -> str:

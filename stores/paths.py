@@ -1,4 +1,5 @@
-"""Where engram keeps its embedded data: one folder for the Chroma store and the checkpointer."""
+"""Where engram keeps its data: one folder for the Chroma store and the checkpointer, or a
+PostgreSQL database for the checkpoints of several machines."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 DATA_DIR_ENV = "ENGRAM_DATA_DIR"
 DEFAULT_DATA_DIR = ".engram"
+POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
 
 
 def default_data_dir() -> Path:
@@ -26,3 +28,8 @@ def default_chroma_path() -> Path:
 def default_checkpoint_path() -> Path:
     """The SQLite checkpointer file inside the data folder."""
     return default_data_dir() / "checkpoints.sqlite"
+
+
+def postgres_url_from_env() -> str | None:
+    """`$ENGRAM_POSTGRES_URL`, or None when it is unset or empty."""
+    return os.environ.get(POSTGRES_URL_ENV) or None

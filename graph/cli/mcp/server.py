@@ -21,10 +21,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
+
+from engram.graph.extras import missing_extra
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+except ImportError as missing:
+    raise missing_extra("engram mcp", "mcp", missing) from missing
 
 from engram.graph.cli.memory.edit import ONLY_A_SECRET
 from engram.graph.cli.memory.support import cli_error, open_backend, validation_message

@@ -27,7 +27,8 @@ from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
-from engram.stores.paths import default_checkpoint_path, default_data_dir
+from engram.graph.extras import MissingExtraError
+from engram.stores.paths import default_checkpoint_path, default_data_dir, postgres_url_from_env
 
 # The store and the memory model are imported inside the functions that use them: help
 # (`engram --help`, `engram memory --help`) then loads neither chromadb nor langgraph.
@@ -43,8 +44,6 @@ if TYPE_CHECKING:
     from engram.stores.memory.users import UserStats
 
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
-POSTGRES_URL_ENV = "ENGRAM_POSTGRES_URL"
-"""As `engram.graph.postgres` reads it; not imported from there because psycopg loads slowly."""
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 """Worker threads of numpy's OpenBLAS; see `no_idle_blas_threads`."""
 DEFAULT_USER = "default"
@@ -138,7 +137,7 @@ class Backend:
     def checkpointer(self) -> ThreadedSqliteSaver | ThreadedPostgresSaver | None:
         """The graph's checkpointer, opened on first use: PostgreSQL when
         `$ENGRAM_POSTGRES_URL` is set, else the SQLite file (None when there is no such file)."""
-        if self._saver is None and (url := os.environ.get(POSTGRES_URL_ENV)):
+        if self._saver is None and (url := postgres_url_from_env()):
             from engram.graph.postgres import ThreadedPostgresSaver
 
             self._saver = ThreadedPostgresSaver.from_url(url)
@@ -172,6 +171,8 @@ def cli_error(exc: Exception) -> CliError | None:
     and an error of that module cannot have been raised before it loaded."""
     if isinstance(exc, CliError):
         return exc
+    if isinstance(exc, MissingExtraError):
+        return CliError(str(exc))
     embeddings = sys.modules.get("engram.stores.embeddings")
     if embeddings is not None and isinstance(exc, embeddings.EmbeddingModelNotFoundError):
         return CliError(str(exc))
