@@ -103,7 +103,7 @@ def idle_days(memory: Memory, now: datetime) -> float:
 def relevance(
     memory: Memory, now: datetime, decay_per_day: float = 0.01, importance: float | None = None
 ) -> float:
-    """Seed 003: `exp(-decay · idle days) × (1 + ln(1 + access_count)) × importance`.
+    """A memory's relevance: `exp(-decay · idle days) × (1 + ln(1 + access_count)) × importance`.
 
     Args:
         memory: The memory.
