@@ -218,7 +218,7 @@ Answer again with JSON that follows the schema exactly, and keep it short."""
 
 COMPRESSION_SYSTEM_PROMPT = """You maintain a user's long-term memories. You are given old memories
 of one category that have rarely been used. Compress them into 1 to 3 core memories that keep the
-most important information (seed 004's memory compression).
+most important information.
 
 Rules:
 1. Merge memories that say related things into one statement; keep names, numbers, versions,
