@@ -2,9 +2,9 @@
 
 The edge fires when the messages not yet summarized reach `Context.message_threshold` OR their
 tokens exceed `Context.token_threshold`: the count catches many short messages, the tokens a
-few long ones. "Not yet summarized"
-excludes the tail the last compaction kept, so the counters restart after a compaction; and the
-edge never fires on the turn right after one (goose #4635). Above the hard cap
+few long ones. "Not yet summarized" excludes the tail the last compaction kept, so the counters
+restart after a compaction; and the edge never fires on the turn right after one, so a tail that
+is itself over the threshold cannot compact turn after turn. Above the hard cap
 `Context.max_messages` it fires regardless.
 
 `compact` keeps the last `Context.keep_recent_messages` messages verbatim (more when the cut
