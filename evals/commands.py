@@ -253,7 +253,7 @@ def locomo_command(
         kind="locomo",
         mode=mode,
         metrics=result["metrics"],
-        targets=LOCOMO_TARGETS if mode == "engine" else (),  # the target is engine's
+        targets=LOCOMO_TARGETS if mode == "engine" else (),  # the targets are engine mode's
         embeddings=embeddings,
         data=str(data),
         conversations=ids,

@@ -1,4 +1,4 @@
-"""Wiring of the memory graph (DESIGN "The graph").
+"""Wiring of the memory graph.
 
 ```
             ┌──────────────── end_session ────────────────┐

@@ -12,7 +12,7 @@ llama-server), `http://host:port/v1`, names the server's first model, and
 `context_window_for(model)` decides the token budget of a turn when `Context.context_window` is
 None: the model's own LangChain profile (`max_input_tokens`) if it has one, else an Ollama
 `num_ctx` setting, else this table (longest matching prefix of the model name), else 8192
-(DESIGN "Defaults", seed 002).
+(`DEFAULT_CONTEXT_WINDOW`).
 
 The table holds native windows. A local server may serve a smaller one (Ollama's default `num_ctx`
 is a few thousand tokens): set `Context.context_window` to what the server really accepts.
@@ -43,7 +43,8 @@ from engram.nodes.respond import NoModelError
 logger = logging.getLogger(__name__)
 
 DEFAULT_CONTEXT_WINDOW = 8192
-"""Window assumed for a model this module does not know (seed 002)."""
+"""Window assumed for a model this module does not know: a small one, which most models have at
+least, so that a turn for an unknown model errs on the short side."""
 
 CONTEXT_WINDOWS: dict[str, int] = {
     # OpenAI

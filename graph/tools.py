@@ -141,7 +141,7 @@ def create_remember_tool(
     *, instructions: str = REMEMBER_TOOL_DESCRIPTION, defaults: Context | None = None
 ) -> BaseTool:
     """A tool that saves a statement to the run's user's memories now, through the write policy
-    (seed 003's "remember this"); its artifact is `{"action", "memory_id", "superseded"}`.
+    ("remember this"); its artifact is `{"action", "memory_id", "superseded"}`.
 
     Args:
         instructions: The description the model reads.

@@ -1,9 +1,10 @@
 """The compaction edge after `respond`, and `compact`: incremental summary plus eviction.
 
 The edge fires when the messages not yet summarized reach `Context.message_threshold` OR their
-tokens exceed `Context.token_threshold` (seed 000's two-layer trigger). "Not yet summarized"
-excludes the tail the last compaction kept, so the counters restart after a compaction; and the
-edge never fires on the turn right after one (goose #4635). Above the hard cap
+tokens exceed `Context.token_threshold`: the count catches many short messages, the tokens a
+few long ones. "Not yet summarized" excludes the tail the last compaction kept, so the counters
+restart after a compaction; and the edge never fires on the turn right after one, so a tail that
+is itself over the threshold cannot compact turn after turn. Above the hard cap
 `Context.max_messages` it fires regardless.
 
 `compact` keeps the last `Context.keep_recent_messages` messages verbatim (more when the cut
@@ -33,7 +34,7 @@ In background mode (`Context.memory_work`, `engram.nodes.work.background`) steps
 compaction starts while one is pending.
 
 If the summarizer or the archive fails, nothing is evicted, the failure is recorded, and the
-next trigger tries again. Only above the hard cap are messages evicted anyway, with seed 000's
+next trigger tries again. Only above the hard cap are messages evicted anyway, with a
 lossy "[N messages ...]" note in the summary.
 """
 

@@ -1,6 +1,6 @@
 """`consolidate`: the terminal node, where conversation becomes long-term memory.
 
-It runs at the end of every turn and decides whether to extract (DESIGN "The graph"):
+It runs at the end of every turn and decides whether to extract:
 
 - always at session end (`{"end_session": True}`);
 - when `compact` evicted messages not yet extracted from (`pending_extraction`, "extract before
@@ -9,8 +9,10 @@ It runs at the end of every turn and decides whether to extract (DESIGN "The gra
   `start`).
 
 It extracts from the messages not extracted from yet (evicted ones first), in windows of at most
-10 messages / about 4000 tokens (seed 003) cut at exchange boundaries; a window shorter than
-3 messages (seed 002) is shown with the messages before it as context. Candidates go through
+10 messages / about 4000 tokens cut at exchange boundaries (enough for a model to tell what a
+statement refers to, at a fraction of the whole conversation's cost); a window shorter than
+3 messages is shown with the messages before it as context, since a short reply ("yes, that
+one") means little alone. Candidates go through
 `LongTermMemory.aupsert` (redaction, duplicate, supersede, merge, add; importance below 0.5
 dropped), and each change is announced on LangGraph's custom stream as `memory.created`,
 `memory.updated` or `memory.superseded`. With `Context.confirm_memories` the candidates wait
@@ -83,13 +85,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 WINDOW_MESSAGES = 10
-"""Messages per extraction window (seed 003)."""
+"""Messages per extraction window: five exchanges, enough to tell what a statement refers to."""
 WINDOW_TOKENS = 4000
-"""Tokens per extraction window, about (seed 003)."""
+"""Tokens per extraction window, about."""
 MIN_WINDOW_MESSAGES = 3
-"""A window shorter than this is shown with earlier messages as context (seed 002)."""
+"""A window shorter than this is shown with earlier messages as context."""
 MAX_PENDING = 200
-"""Evicted messages kept for a retry at most (the short-term hard cap, seed 002)."""
+"""Evicted messages kept for a retry at most (the default short-term hard cap,
+`Context.max_messages`)."""
 MAX_CONSOLIDATED_IDS = 1000
 """`consolidated_message_ids` keeps only ids still in the thread, and at most this many."""
 

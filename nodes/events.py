@@ -1,4 +1,4 @@
-"""The `memory.*` events on LangGraph's custom stream (seed 003 §8.2), for apps to follow what
+"""The `memory.*` events on LangGraph's custom stream, for apps to follow what
 engram remembers (`stream_mode="custom"`).
 
 Every event is a dict with `event`, `user_id`, `memory_id` (what an app needs to show the memory,

@@ -1,4 +1,4 @@
-"""Procedures learned from tool runs that worked (seed 004's `after_skill_success`).
+"""Procedures learned from tool runs that worked.
 
 A run (a user's request and everything up to the final answer) whose tool calls all came back
 without an error is a procedure candidate: the request's task (`engram.nodes.task.rules.

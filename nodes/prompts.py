@@ -1,8 +1,7 @@
 """Every text engram puts in front of a model, as named constants.
 
 Each constant can be overridden where it is used (`make_summarizer(..., system_prompt=...)`,
-`render_memory_block(..., template=...)`). Seed 000 gives the summarizer prompts (translated and
-extended with seed 002's keep/drop lists); seed 004 gives the memory block's layout.
+`render_memory_block(..., template=...)`).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ MEMORY_CATEGORY_HEADINGS: dict[str, str] = {
     "lesson": "## Lessons Learned",
     "skill": "## Proven Skills",
 }
-"""Section heading per memory category, in the order the sections appear (seed 004)."""
+"""Section heading per memory category, in the order the sections appear."""
 
 OTHER_MEMORY_HEADING = "## Other Notes"
 """Heading for memories of a category not listed above."""
@@ -79,14 +78,14 @@ SUMMARY_SYSTEM_PROMPT = """You are a summarization assistant. Requirements:
 4. Leave out small talk, repetition and intermediate debugging steps.
 5. Write in the third person ("The user ...", "The assistant ...").
 6. Stay under {max_tokens} tokens."""
-"""System prompt of the LLM summarizer (seed 000, with seed 002's keep/drop list)."""
+"""System prompt of the LLM summarizer."""
 
 SUMMARY_NEW_PROMPT = """Summarize the following conversation:
 
 {transcript}
 
 Write the summary:"""
-"""User prompt when there is no summary yet (seed 000)."""
+"""User prompt when there is no summary yet."""
 
 SUMMARY_UPDATE_PROMPT = """Update the existing summary with the new conversation below.
 
@@ -97,13 +96,13 @@ SUMMARY_UPDATE_PROMPT = """Update the existing summary with the new conversation
 {transcript}
 
 Write the updated summary:"""
-"""User prompt for the incremental summary (seed 000)."""
+"""User prompt for the incremental summary."""
 
 PENDING_MESSAGES_NOTE = (
     "[{count} earlier messages could not be summarized and were dropped from the conversation; "
     "they are archived as episodes]"
 )
-"""Seed 000's lossy fallback, appended to the summary only when the hard cap forces eviction
+"""The lossy fallback, appended to the summary only when the hard cap forces eviction
 while the summarizer is failing."""
 
 # --- task state (compact) -------------------------------------------------------------------
@@ -169,8 +168,7 @@ Rules:
 9. Messages under "Earlier messages" were read before: use them only to understand the new
    messages, and write memories from the new messages only.
 10. When nothing is worth remembering, answer with an empty list."""
-"""System prompt of the LLM extractor (seed 000's and 002's extraction prompts, seed 003's
-categories and detail retention). It holds no example memory a small model could copy as its
+"""System prompt of the LLM extractor. It holds no example memory a small model could copy as its
 answer; the conversation comes last in the user prompt, right before the request."""
 
 EXTRACTION_USER_PROMPT = """{context_section}## New messages
@@ -183,7 +181,8 @@ EXTRACTION_CONTEXT_SECTION = """## Earlier messages (context only, already read)
 {context}
 
 """
-"""The already-consolidated messages shown before the new ones (seed 002's 3-message minimum)."""
+"""The already-consolidated messages shown before the new ones, when the new ones are too few
+to read alone (`engram.nodes.consolidate.MIN_WINDOW_MESSAGES`)."""
 
 REVIEW_SYSTEM_PROMPT = """You help keep long-term notes about a user. Rules found candidate
 notes in the user's messages of a conversation and guessed a kind for each; you check them one
@@ -219,7 +218,7 @@ Answer again with JSON that follows the schema exactly, and keep it short."""
 
 COMPRESSION_SYSTEM_PROMPT = """You maintain a user's long-term memories. You are given old memories
 of one category that have rarely been used. Compress them into 1 to 3 core memories that keep the
-most important information (seed 004's memory compression).
+most important information.
 
 Rules:
 1. Merge memories that say related things into one statement; keep names, numbers, versions,
@@ -231,7 +230,7 @@ Rules:
 4. importance from 0 to 1: how much the core memory matters for future conversations (at most
    the highest importance among the memories it replaces).
 5. Do not invent anything that the memories do not say."""
-"""System prompt of the memory compressor (seed 004's compression prompt)."""
+"""System prompt of the memory compressor."""
 
 COMPRESSION_USER_PROMPT = """Category: {category}
 
@@ -256,8 +255,8 @@ Rules:
      changed or corrected it), so the saved memory is no longer true.
 3. merged: one statement in the language of the memories that says everything both say,
    keeping every name, number, version, path and identifier exactly as written."""
-"""System prompt of the merge decider (seed 004's replace / merge / keep_both decision, asked as
-the relation of the two memories: update / more_detail / different_thing). It holds no example
+"""System prompt of the merge decider: the replace / merge / keep_both decision, asked as the
+relation of the two memories (update / more_detail / different_thing). It holds no example
 memory a small model could copy as its answer."""
 
 MERGE_DECISION_USER_PROMPT = """<saved_memory>
@@ -348,7 +347,7 @@ self-contained sentence about the user (e.g. "The user prefers TypeScript's stri
 Call it when the user explicitly asks you to remember something. Leave out passwords, keys and
 other secrets (they are removed anyway). A changed preference replaces the old one, which is
 kept as history; a repeated one is not saved twice. Returns what was saved, with its id."""
-"""Description of the `remember` tool (`engram.graph.tools`): seed 003's "remember this"."""
+"""Description of the `remember` tool (`engram.graph.tools`): "remember this"."""
 
 FORGET_MEMORY_TOOL_DESCRIPTION = """Forget one of the user's long-term memories, by the id that
 `search_memory` or `remember` gave. Call it when the user asks you to forget something or says a

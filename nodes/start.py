@@ -1,8 +1,11 @@
 """`start`: the token budget and the context build of a turn.
 
-The budget splits the model's context window by DESIGN's shares (system prompt 15%, long-term
+The budget splits the model's context window into shares (system prompt 15%, long-term
 memories 15%, history 50%, reserved for the reply 20%), the task state's 5% taken from
-history's share (and given back to it when the task state needs less). The build, in order:
+history's share (and given back to it when the task state needs less). History gets half, as a
+reply depends most on the conversation; a fifth is kept for the reply, so that a full prompt
+never cuts it short; the memories' share bounds recalled text, so that it never crowds out the
+conversation. The build, in order:
 
 1. the current input (the messages after the last AI reply) — never dropped; when it does not
    fit in window - reserve (with the system prompt), its older messages (left by a turn that
@@ -10,7 +13,8 @@ history's share (and given back to it when the task state needs less). The build
    newest message alone still does not fit it is a `ContextOverflowError` (the message stays
    in the thread, and the next turn elides it);
 2. the system prompt (it may exceed its share; the excess comes out of the memories' share);
-3. long-term memories recalled with the current message and the 3 before it (seed 003), and
+3. long-term memories recalled with the current message and the 3 before it (a short message
+   such as "yes, do that" names nothing; the messages before it say what it is about), and
    archived messages (episodes) similar enough to that query, as one ranked list (the best of
    each, then the second of each...) taken while the memory share lasts, rendered in one
    delimited block: memories grouped by category, then the quoted past messages, all marked
@@ -70,14 +74,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BUDGET_SHARES = {"system_prompt": 0.15, "memories": 0.15, "history": 0.50, "reserve": 0.20}
-"""Shares of the context window (DESIGN "Defaults", seed 002)."""
+"""Shares of the context window; the module docstring says why these."""
 
 TASK_STATE_SHARE = 0.05
 """The task state's share of the window, taken from history's: what it does not use stays
 history's."""
 
 RECALL_CONTEXT_MESSAGES = 3
-"""Messages before the current one that join the recall query (seed 003)."""
+"""Messages before the current one that join the recall query."""
 
 RECALL_QUERY_CHARS = 500
 """Each message contributes at most this many characters to the recall query."""
@@ -92,7 +96,7 @@ class ContextOverflowError(ValueError):
 
 @dataclass(frozen=True)
 class Budget:
-    """Token budget of one turn, by DESIGN's shares of the context window.
+    """Token budget of one turn, by the shares of the context window (`BUDGET_SHARES`).
 
     Example:
         >>> Budget.for_window(8192)

@@ -13,7 +13,7 @@ from engram.nodes.messages import add_valid_messages
 
 
 class BuiltContext(TypedDict):
-    """What `start` assembled for the model this turn (seed 001's `BuiltContext`), shown in Studio.
+    """What `start` assembled for the model this turn, shown in Studio.
 
     `respond` rebuilds the model input from these ids and the state, so the checkpoint never
     holds a second copy of the messages.
@@ -84,7 +84,7 @@ class ConsolidationInfo(TypedDict):
 
 
 class TaskState(TypedDict):
-    """What the agent is working on (seed 001's `TaskState`): kept as structure across
+    """What the agent is working on: kept as structure across
     compaction, shown to the model in its own block (`engram.nodes.task`)."""
 
     current_goal: str

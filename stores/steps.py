@@ -3,7 +3,7 @@
 A step function (`engram.stores.memory.write.policy`, `engram.stores.memory.users`,
 `engram.stores.maintenance.maintain`, ...) yields a list of `Op`s, receives their results, and finally
 returns a value. `run_steps` drives one with `store.batch`, `arun_steps` with `await
-store.abatch`: the logic exists once, only the I/O line differs (STYLE.md).
+store.abatch`: the logic exists once, only the I/O line differs.
 
 A step may also yield a question for something outside the store (the write policy asks a merge
 decider, `engram.stores.memory.write.decision`): anything that is not a list of operations goes to the

@@ -1,4 +1,5 @@
-"""The README and the quickstart run as written, and the docs site builds strictly.
+"""The README and the quickstart run as written, the docs site builds strictly, and no file of the
+repository cites a document it does not ship.
 
 Each Python block of `README.md` and `docs/quickstart.md` runs as a script in a folder of its
 own, in a fresh process, with the environment a reader has: no engram variables but the
@@ -24,6 +25,19 @@ ROOT = Path(__file__).resolve().parents[1]
 RUN_AS_WRITTEN = ("README.md", "docs/quickstart.md")
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 INTERNAL = re.compile(r"\bseed 00\d|\bDESIGN\b|\bissue #?\d+|\bcommit `?[0-9a-f]{7}\b", re.I)
+# Citations of the design notes the code grew from, and of issue numbers, none of which the
+# repository ships, also across a line break. Each is split in two so that this file does not
+# cite them itself.
+UNSHIPPED = re.compile(
+    "|".join((
+        r"(?i:\bse" + r"eds?\s?00\d)",  # the numbered design notes
+        r"\bDES" + r"IGN(?:\.md|'s\b|\s\")",  # the design page, by name, section or possessive
+        r"\bSTY" + r"LE\.md",
+        r"(?i:\biss" + r"ues?\s#?\d)",
+    ))
+)
+SHIPPED_WITHOUT_GIT = ("graph", "nodes", "stores", "evals", "tests", "docs", "deploy", "README.md",
+                      "pyproject.toml", "mkdocs.yml", "langgraph.json")
 
 
 def python_blocks(name: str) -> list[str]:
@@ -79,6 +93,36 @@ def test_what_users_read_has_no_internal_references() -> None:
         for match in INTERNAL.finditer(page.read_text(encoding="utf-8"))
     ]
     assert not found, found
+
+
+def repository_files() -> list[Path]:
+    """The repository's tracked files (`git ls-files`), or, outside a git checkout, every file of
+    the folders and root files it ships."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False, timeout=60
+    )
+    if listed.returncode == 0 and listed.stdout:
+        return [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+    found = []
+    for name in SHIPPED_WITHOUT_GIT:
+        path = ROOT / name
+        found += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    return [p for p in found if "__pycache__" not in p.parts]
+
+
+def test_no_file_cites_a_document_the_repository_does_not_ship() -> None:
+    found = []
+    for path in repository_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # gone from the work tree, or not text
+            continue
+        name = path.relative_to(ROOT).as_posix()
+        lines = text.split("\n")
+        for match in UNSHIPPED.finditer(text):
+            n = text.count("\n", 0, match.start()) + 1
+            found.append(f"{name}:{n}: {match.group(0)!r} in {lines[n - 1].strip()!r}")
+    assert not found, "\n".join(found)
 
 
 def test_the_readme_is_a_few_screens() -> None:

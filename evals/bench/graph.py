@@ -17,7 +17,7 @@ real thread.
 
 The worst case is measured on purpose: a 128k-token window (every history message fits, so every
 one is looked at), thresholds raised so the compaction check sums the tokens of all N messages,
-and 20 stored memories. Target (issue 3): p50 <= 5 ms at 1000 messages, growing sub-linearly
+and 20 stored memories. Target: p50 <= 5 ms at 1000 messages, growing sub-linearly
 (tokens are counted once per message, not once per turn). Growth is reported as the factor from
 10 to 1000 messages (sub-linear: well under 100x) and as the extra cost per history message
 between 100 and 1000 messages.

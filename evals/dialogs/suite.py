@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from engram.evals.dialogs.metrics import normalize
 
 Category = Literal["preference", "fact", "project", "lesson", "skill", "goal"]
-"""The long-term memory categories (DESIGN.md, "Long-term memories")."""
+"""The long-term memory categories (`engram.stores.memory.categories.CATEGORIES`)."""
 
 ForbiddenKind = Literal["secret", "chitchat", "incognito"]
 

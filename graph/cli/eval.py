@@ -2,7 +2,7 @@
 LongMemEval, and write reports.
 
 The command bodies import `engram.evals` only when they run: `graph/` sits below `evals/` in
-DESIGN's layering, and this module is the composition root that reaches up.
+the layers (docs/architecture.md), and this module is the composition root that reaches up.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A statement about a single-valued attribute (the frontend framework, the editor, the indentation,
 the project's database, the user's employer, ...) gets a key such as
 `preference.frontend_framework` and `structured_data={"subject": ..., "value": ...}`, so a later
-statement with another value supersedes it (DESIGN "Long-term memories", step 3). The key's prefix
+statement with another value supersedes it (the write policy's same-key step). The key's prefix
 comes from the attribute, not from the wording: "I always use pnpm" and "we use yarn here" both set
 `preference.package_manager`; "we're on MySQL 8" and "迁到 PostgreSQL 16 了" both set
 `project.database`.

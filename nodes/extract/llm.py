@@ -209,10 +209,10 @@ def make_extractor(
 
 
 class LLMExtractor:
-    """Extraction with a chat model's structured output (seed 000/002/003's extraction prompt).
+    """Extraction with a chat model's structured output.
 
     Args:
-        model: The memory model (seed 000's "fast" slot); it must support
+        model: The memory model; it must support
             `with_structured_output`.
         system_prompt: Overrides `EXTRACTION_SYSTEM_PROMPT`.
         user_prompt: Overrides `EXTRACTION_USER_PROMPT` (`{context_section}`, `{transcript}`).

@@ -6,8 +6,8 @@ Offline, only keyed attributes (`keys`) supersede, and most changes people state
 changes, next to a word that says it changed. `retired` returns that clause without the change
 word ("we're Docker Hub", "the ingress-nginx idea", "潜店就 仙本那的一家"); the rule extractor
 sets it as the candidate's `replaces`, and the write policy supersedes the current memory most
-similar to it, when that memory is similar enough and shares a term with it (step 3b, as for an
-answer that changes what the assistant asked about). A statement that names nothing it changes
+similar to it, when that memory is similar enough and shares a term with it (its stated-change step, as for
+an answer that changes what the assistant asked about). A statement that names nothing it changes
 retires nothing.
 
 The change words are those the rules already read as a change (`keys`, `answers`, the dislikes

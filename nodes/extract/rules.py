@@ -1,6 +1,6 @@
 """The offline memory extractor: first-person statements found by rules, English and Chinese.
 
-Used when no memory model is configured (DESIGN "Models and offline mode"). It reads the user's
+Used when no memory model is configured. It reads the user's
 messages (the assistant's replies are not facts about the user; only a question the user answers
 is kept with the answer, see `answers`) and keeps, verbatim, the statements that say something
 durable, so names, versions, numbers and paths survive:

@@ -5,11 +5,12 @@ earliest they had was oct 3 at Port Union"; "土豆复查 ... 换成希尔斯c/d
 reviews the rules' candidates cannot add what they missed: the old fact stayed current. With a
 memory model, each user message the rules found nothing in becomes an update-only candidate
 (`MemoryCandidate.update_only`): the write policy asks the merge decider about the current
-memories most similar to it (`engram.stores.memory.write.policy`, step 4b), and the statement
+memories most similar to it (`engram.stores.memory.write.policy.upsert_steps`), and the statement
 supersedes the one the model says it updates; otherwise it is dropped. It is never added as a
 memory of its own, so a model that writes no memories adds no chit-chat this way either.
 Offline, the rule extractor offers those of them that name what they change
-(`engram.nodes.extract.retired`), and step 3b retires the memory named.
+(`engram.nodes.extract.retired`), and the write policy's stated-change step retires the memory
+named.
 
 A statement is offered when it says something (`is_statement`): not a question, small talk, a
 paste, a hypothesis or a hedge ("maybe we'll move to Leeds" changes nothing yet).

@@ -1,4 +1,4 @@
-"""Memory compression with the memory model (seed 004): old memories of one category become 1-3.
+"""Memory compression with the memory model: old memories of one category become 1-3.
 
 `engram.stores.maintenance.maintain` decides which memories are old and rarely used enough and applies
 the result; this module only asks the model, with bounded structured output (`CompressMemories`:

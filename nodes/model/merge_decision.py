@@ -1,4 +1,4 @@
-"""The merge decider: the memory model chooses replace, merge or keep both (seed 004).
+"""The merge decider: the memory model chooses replace, merge or keep both.
 
 The write policy asks it about a new memory and a similar current memory (of any category, the
 most similar first, until one is replaced or merged) that is too similar to add blindly and not

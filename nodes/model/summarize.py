@@ -1,4 +1,4 @@
-"""The running summary: an LLM summarizer (seed 000's incremental prompts) and an offline one.
+"""The running summary: an incremental LLM summarizer and an offline one.
 
 `make_summarizer(memory_model)` returns the LLM summarizer when a model is configured and the
 extractive summarizer otherwise. Both turn (previous summary, evicted messages) into a new
@@ -89,7 +89,8 @@ def make_summarizer(memory_model: BaseChatModel | None) -> Summarizer:
 
 
 class LLMSummarizer:
-    """Seed 000's incremental summary on a chat model (its "fast" slot).
+    """The incremental summary on a chat model: the previous summary and the evicted messages
+    make the new summary.
 
     Args:
         model: The memory model.

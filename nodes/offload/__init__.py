@@ -1,5 +1,5 @@
 """Working memory for tool-using agents: tool results too long for the context are kept aside
-and the model sees a pointer (seed 001's offload): `offload` (the `Offloader`), `pointer` (what
+and the model sees a pointer: `offload` (the `Offloader`), `pointer` (what
 the model sees), `summary` (the memory model's summary of a result)."""
 
 from engram.nodes.offload.offload import Offloader

@@ -1,5 +1,5 @@
 """Offload: a tool result above `Context.offload_threshold_tokens` is kept aside and the model
-sees a pointer in its place (seed 001's working-memory offload).
+sees a pointer in its place.
 
 `Offloader.aprocess` runs on what a tool call returned (the graph's `ToolNode` and
 `EngramMiddleware` both call it from their tool-call wrappers, `engram.graph`):

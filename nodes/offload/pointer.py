@@ -1,5 +1,5 @@
-"""The pointer an offloaded tool result leaves in the context (seed 001's `OffloadedResult`):
-its id, a summary, a preview and its length, as the JSON the model reads.
+"""The pointer an offloaded tool result leaves in the context (`OffloadedPointer`): its
+id, a summary, a preview and its length, as the JSON the model reads.
 
 The summary is the memory model's (`engram.nodes.offload.summary`) or, offline, the extractive
 one here: what kind of text it is and how long, then the lines that say something went wrong
@@ -24,7 +24,7 @@ from engram.nodes.prompts import OFFLOADED_RESULT_NOTE
 from engram.stores.working import looks_binary
 
 OFFLOADED_KEY = "_OFFLOADED_"
-"""The key of seed 001's `OffloadedResult` that holds the pointer."""
+"""The key that holds the pointer in the JSON left in the result's place."""
 PREVIEW_CHARS = 500
 """Characters of the result's beginning shown in the pointer."""
 SUMMARY_CHARS = 600
@@ -40,8 +40,7 @@ _NOTABLE = re.compile(
 
 
 class OffloadedPointer(TypedDict):
-    """Seed 001's `OffloadedPointer`, with the seed's own (camelCase) keys: it is what the model
-    reads."""
+    """What the model reads in place of an offloaded result (its keys are camelCase)."""
 
     memoryId: str
     summary: str

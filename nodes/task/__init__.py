@@ -1,4 +1,4 @@
-"""The task state (seed 001's `TaskState`): what the agent is working on, kept as structure
+"""The task state (`TaskState`): what the agent is working on, kept as structure
 across compaction. `update` (the memory model's bounded call, or `rules`, the offline update),
 `block` (its block of the system message)."""
 

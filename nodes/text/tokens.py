@@ -4,7 +4,7 @@ The encoding follows the answering model (`tiktoken.encoding_name_for_model`; mo
 not know, such as Claude or Llama, are approximated with `cl100k_base`). An encoding is only loaded
 when its file is already in tiktoken's cache, so no turn ever waits on the network: a missing
 encoding is fetched once in a background thread while counting falls back to `cl100k_base` (if
-cached) or to a character estimate that weights CJK characters more than Latin ones (seed 001).
+cached) or to a character estimate that weights CJK characters more than Latin ones.
 
 Counts of messages are cached by message id and content, so a turn in a 1000-message thread
 counts only its new messages.
@@ -217,7 +217,7 @@ def is_encoding_cached(name: str) -> bool:
 
 
 def estimate_tokens(text: str) -> int:
-    """A deliberately generous token estimate from characters (seed 001's weighted average).
+    """A deliberately generous token estimate from characters, weighted by script.
 
     In OpenAI encodings a CJK character costs about one token, a Latin letter or space about a
     quarter, a digit or ASCII symbol most of one, another script's letter about a half, and an

@@ -33,7 +33,7 @@ TIMESTAMP_KEY = "timestamp"
 
 CITATIONS_KEY = "memory_ids"
 """The `additional_kwargs` field of a reply listing the long-term memories its model was given
-(seed 003's memory citations: "based on your preference ..."), absent when there were none."""
+(so an app can cite them: "based on your preference ..."), absent when there were none."""
 
 
 def to_pending(messages: Iterable[BaseMessage]) -> list[dict[str, Any]]:

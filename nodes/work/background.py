@@ -1,5 +1,5 @@
-"""Memory-model work off the reply's critical path (seeds 000 and 003: extraction and summary
-updates never block the conversation).
+"""Memory-model work off the reply's critical path: extraction and summary updates
+never block the conversation.
 
 In background mode (`Context.memory_work`) `compact` and `consolidate` do not call the memory
 model themselves: each records a job and returns, so the turn's `invoke` returns as fast as a

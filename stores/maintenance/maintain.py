@@ -1,24 +1,24 @@
-"""Forgetting and maintenance of a user's long-term memories (DESIGN "Long-term memories").
+"""Forgetting and maintenance of a user's long-term memories.
 
 A maintenance run looks at the user's active memories (current and not forgotten) and, in order:
 
 1. **expiry**: a category given a TTL (`ttl_days={"goal": 180}`) forgets its memories not
    written or confirmed for that many days (`updated_at`: created, merged, restated, edited or
    restored);
-2. **relevance** (seed 003): `exp(-0.01 · idle days) × (1 + ln(1 + access_count)) × importance`,
+2. **relevance**: `exp(-0.01 · idle days) × (1 + ln(1 + access_count)) × importance`,
    where idle days count from the last recall or the last write that confirmed the memory,
    whichever is later (for a memory never recalled nor confirmed: its creation). Below 0.1 the
    memory is forgotten; below 0.3 its importance is multiplied by `lower_factor` (0.5), once.
    The lowered importance ranks the memory lower in recall; the formula keeps using the
    importance from before the lowering, so forgetting follows the formula and not a second
    decay, and running maintenance twice in a row changes nothing the second time;
-3. **compression** (seed 004): active memories idle for 90 days or more, recalled fewer than 5
+3. **compression**: active memories idle for 90 days or more, recalled fewer than 5
    times and without a `key` (a keyed memory is the current value of an attribute and must stay
    supersedable), grouped by category, at least 3 per group and at most 20 per call, are
    compressed by the memory model into 1-3 new memories; the originals become superseded by
    them (`valid_until`, `superseded_by`), and the new ones list them in `supersedes`. Without a
    compressor (no memory model) this step is skipped and the report says so;
-4. **cap** (seed 002): when more than `max_memories` (10000) stay active, the lowest-importance,
+4. **cap**: when more than `max_memories` (10000) stay active, the lowest-importance,
    least recently written ones are forgotten;
 5. **episode cap**: every session is archived verbatim (`engram.nodes.episodes`); when a user
    has more than `max_episodes` (20000) archived messages, the oldest are deleted and purged
@@ -103,7 +103,7 @@ def idle_days(memory: Memory, now: datetime) -> float:
 def relevance(
     memory: Memory, now: datetime, decay_per_day: float = 0.01, importance: float | None = None
 ) -> float:
-    """Seed 003: `exp(-decay · idle days) × (1 + ln(1 + access_count)) × importance`.
+    """A memory's relevance: `exp(-decay · idle days) × (1 + ln(1 + access_count)) × importance`.
 
     Args:
         memory: The memory.

@@ -17,22 +17,22 @@ from engram.stores.memory.types import CATEGORIES, Memory
 
 @dataclass(frozen=True)
 class MaintenanceSettings:
-    """Thresholds of a maintenance run (seed 003 forgetting, seed 002 cap, seed 004 compression).
+    """Thresholds of a maintenance run: forgetting, the cap, compression.
 
     Raises:
         ValueError: A threshold out of range, or a TTL for an unknown category.
     """
 
     decay_per_day: float = 0.01
-    """The `0.01` in `exp(-0.01 · days)` (seed 003)."""
+    """The `0.01` in `exp(-0.01 · days)`."""
     forget_below: float = 0.1
-    """Relevance below which a memory is forgotten (seed 003)."""
+    """Relevance below which a memory is forgotten."""
     lower_below: float = 0.3
-    """Relevance below which a memory's importance is lowered (seed 003)."""
+    """Relevance below which a memory's importance is lowered."""
     lower_factor: float = 0.5
     """What a lowered importance is multiplied by (once; the journal keeps the old value)."""
     max_memories: int | None = 10_000
-    """Active memories kept per user at most (seed 002); None: no cap."""
+    """Active memories kept per user at most; None: no cap."""
     max_episodes: int | None = 20_000
     """Archived messages (episodes) kept per user at most: above it the oldest are deleted
     for good, and purged from the store's files; None: no cap."""
@@ -40,11 +40,11 @@ class MaintenanceSettings:
     """Days a category's memories stay active without being written or confirmed, e.g.
     `{"goal": 180}`; categories not listed never expire."""
     compress_after_days: float = 90.0
-    """Idle days after which a memory may be compressed (seed 004)."""
+    """Idle days after which a memory may be compressed."""
     compress_max_access: int = 5
-    """Only memories recalled fewer times than this are compressed (seed 004)."""
+    """Only memories recalled fewer times than this are compressed."""
     compress_min_group: int = 3
-    """Fewer eligible memories of a category than this are left alone (seed 004)."""
+    """Fewer eligible memories of a category than this are left alone."""
     compress_max_group: int = 20
     """Memories per compression call at most."""
 

@@ -16,8 +16,9 @@ Example:
 from __future__ import annotations
 
 MAX_CONTENT_CHARS = 2000
-"""The longest a memory's content may be, in characters (seed 000's cap on a merged memory;
-a merge longer than this keeps only the newer text)."""
+"""The longest a memory's content may be, in characters (the cap on a merged memory, so
+that repeated merges cannot grow one without bound: a merge longer than this keeps only the newer
+text)."""
 
 
 def content_problem(text: str) -> str | None:

@@ -2,7 +2,7 @@
 
 Recall finds candidates through two channels when the store offers hybrid search (`ChromaStore`:
 BM25 over its lexical index, and embeddings), fuses them (relative score fusion), ranks current,
-non-forgotten memories by DESIGN's combined score (0.6 relevance + 0.25 importance + 0.15
+non-forgotten memories by a combined score (0.6 relevance + 0.25 importance + 0.15
 recency, half-life 30 days, counted from the last update or recall) and updates their access
 statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
 a store without hybrid search, relevance is the embedding similarity alone. Writes go
@@ -78,14 +78,14 @@ class LongTermMemory:
         store: Any `BaseStore` with an index on `content` (`ChromaStore`, or `InMemoryStore`
             with `index={"dims": ..., "embed": ..., "fields": ["content"]}`).
         duplicate_threshold: Similarity at or above which a candidate merges into a memory of the
-            same category (DESIGN: 0.9).
-        min_importance: Candidates below this importance are dropped (DESIGN: 0.5).
+            same category.
+        min_importance: Candidates below this importance are dropped.
         min_similarity: Recall ignores memories less similar than this to the query. The right
-            floor depends on the embedder (seed 000's 0.6 is for OpenAI embeddings); 0 keeps all.
+            floor depends on the embedder, as each scores similarity on its own scale; 0 keeps all.
         weights: Weights of the combined recall score.
         half_life_days: Half-life of the recency term.
         pool_factor: Candidates fetched per requested result before re-ranking by the
-            combined score (seed 002: 3).
+            combined score.
         fusion: How the lexical and dense channels are fused (`engram.stores.lexical.fusion`).
         lexical_weight: The lexical channel's share of the fused relevance.
         depth: Candidates taken from each channel of a hybrid search.
@@ -312,7 +312,7 @@ class LongTermMemory:
         steps = self._upsert(user_id, candidates, thread_id, message_ids, now)
         return run_steps(self.store, steps, answer_with(self.merge_decider))
 
-    # -- management (issue 5 extends these) ---------------------------------------------------
+    # -- management ---------------------------------------------------------------------------
 
     async def aget(self, user_id: str, memory_id: str) -> Memory | None:
         """One memory by id (any status), or None."""

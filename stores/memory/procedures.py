@@ -1,5 +1,4 @@
-"""Procedures: `skill` memories that hold a sequence of tool calls that worked (seed 004's
-procedural memory).
+"""Procedures (procedural memory): `skill` memories that hold a sequence of tool calls that worked.
 
 A procedure's text is what people read and edit (in `memory.md`, `learnings.md` and the
 prompt): the task it solved, then one numbered line per tool call:
@@ -8,7 +7,7 @@ prompt): the task it solved, then one numbered line per tool call:
     1. fetch_logs(service="checkout")
     2. restart_service(name="checkout")
 
-Its `structured_data` is derived from that text (`procedure_fields`), seed 004's
+Its `structured_data` is derived from that text (`procedure_fields`):
 `{"skill_name", "workflow": [{"step", "tool"}]}` with each call as written (`call`), how often
 it worked (`uses`) and the workflow's signature (`value`: the tools in order). Its `key` names
 the signature (`procedure_key`). The same task done again with the same tools

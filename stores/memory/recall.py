@@ -1,8 +1,9 @@
-"""Recall ranking as pure steps over store operations (DESIGN "Defaults": the combined score).
+"""Recall ranking as pure steps over store operations.
 
 Candidates come from a `HybridSearchOp` when the store answers one (BM25 and embeddings, fused),
 else from a plain `SearchOp`; memories are then ranked by `0.6 relevance + 0.25 importance +
-0.15 recency`, recency counted from the later of the last update and the last recall.
+0.15 recency`, recency counted from the later of the last update and the last recall: relevance
+leads, importance and recency mostly order memories that are about equally relevant.
 `LongTermMemory` drives these steps with `store.batch` or `store.abatch`.
 """
 
@@ -32,14 +33,15 @@ from engram.stores.steps import Steps
 
 @dataclass(frozen=True)
 class RecallSettings:
-    """How recall ranks (DESIGN "Defaults": combined score, half-life 30 days)."""
+    """How recall ranks."""
 
     weights: ScoreWeights = ScoreWeights()
     half_life_days: float = 30.0
     min_similarity: float = 0.0
     pool_factor: int = 3
     """Candidates fetched from the store per result before re-ranking by the combined score
-    (seed 002: 3 × k); a hybrid search fuses its channels over `depth` candidates each first."""
+    (3 × k, so an important or recent memory the search ranks a little lower can still rise); a
+    hybrid search fuses its channels over `depth` candidates each first."""
     hybrid: bool = False
     """The store answers `HybridSearchOp`: lexical and dense candidates are fused."""
     fusion: FusionMethod = "relative"

@@ -1,9 +1,9 @@
 """The long-term memory value model, write candidates and results, and the combined recall score.
 
-A memory is a store item under `("memories", <user_id>)` whose value is `Memory.to_value()`
-(DESIGN "Long-term memories"). Timestamps are ISO-8601 strings in UTC. `current` is derived
-from `valid_until` and stored so that stores can filter on it (Chroma metadata cannot hold None,
-so nothing filters on `valid_until` itself).
+A memory is a store item under `("memories", <user_id>)` whose value is `Memory.to_value()`.
+Timestamps are ISO-8601 strings in UTC. `current` is derived from `valid_until` and stored so
+that stores can filter on it (Chroma metadata cannot hold None, so nothing filters on
+`valid_until` itself).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ DEFAULT_IMPORTANCE: dict[str, float] = {
     "project": 0.8,
     "skill": 0.75,
 }
-"""Importance of a candidate that gives none. Seed 003 sets preference, fact, lesson and goal;
-`project` is a fact about the user's work, so it gets fact's 0.8; `skill` (a reusable way of
-doing something) sits between goal and lesson at 0.75."""
+"""Importance of a candidate that gives none. `project` is a fact about the user's work, so it
+gets fact's 0.8; `skill` (a reusable way of doing something) sits between goal and lesson at
+0.75."""
 
 
 WriteAction = Literal["created", "merged", "duplicate", "superseded", "unchanged", "dropped"]
@@ -206,11 +206,11 @@ class MemoryCandidate(BaseModel):
     change ("saving for the GPU?" from "Still saving for the GPU?" - "scratch the gpu, getting a
     steam deck instead"), or the clause of the statement that names it ("the ingress-nginx idea"
     from "scratch the ingress-nginx idea", `engram.nodes.extract.retired`): the current memory
-    that matches it best is superseded by this one (`engram.stores.memory.write.policy`, step
-    3b)."""
+    that matches it best is superseded by this one (the write policy's stated-change step,
+    `engram.stores.memory.write.policy.upsert_steps`)."""
     update_only: bool = False
     """Written only as the update of a similar current memory: the one its `replaces` names
-    (step 3b), or the one the merge decider says it replaces (step 4b); it then takes that
+    (the stated-change step), or the one the merge decider says it replaces; it then takes that
     memory's category, and is otherwise dropped. A statement the rules found nothing else in
     (`engram.nodes.extract.updates`)."""
 
@@ -282,7 +282,7 @@ class WriteResult:
 
 @dataclass(frozen=True)
 class ScoreWeights:
-    """Weights of the combined recall score (DESIGN "Defaults", seed 002)."""
+    """Weights of the combined recall score."""
 
     similarity: float = 0.6
     importance: float = 0.25
@@ -333,7 +333,8 @@ def content_hash(text: str) -> str:
 
 
 def merge_content(existing: str, incoming: str) -> str:
-    """Seed 000's merge rule: keep the text that contains the other, else both lines (capped).
+    """The merge rule: keep the text that contains the other (it says all the other does, and
+    more), else both lines (capped).
 
     Example:
         >>> merge_content("I use Vim", "I use Vim with the LazyVim config")

@@ -48,7 +48,7 @@ class KeptText:
     text: str
     """Cleaned, redacted, at most `MAX_KEPT_CHARS` characters."""
     total_length: int
-    """Characters of the tool's own result (seed 001's `totalLength`)."""
+    """Characters of the tool's own result."""
     redacted: int
     """Secrets redacted."""
 

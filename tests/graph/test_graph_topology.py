@@ -1,4 +1,4 @@
-"""The graph's topology, pinned by `draw_mermaid()` snapshots (DESIGN "The graph").
+"""The graph's topology, pinned by `draw_mermaid()` snapshots.
 
 After an intended change of the wiring, regenerate with `ENGRAM_UPDATE_SNAPSHOTS=1 pytest ...`
 and review the diff of tests/snapshots/.

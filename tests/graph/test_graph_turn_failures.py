@@ -1,6 +1,6 @@
 """Failures in the full graph that the other tests only cover node by node: an extractor or an
 embedder that fails while a turn consolidates or compacts still leaves the user a reply, and
-the failure is in the state (issue 3, test list)."""
+the failure is in the state."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory citations and undo (seed 003 §4.2): each reply names the memories its model was given,
+"""Memory citations and undo: each reply names the memories its model was given,
 and each `memory.created` event carries the id that undoes it."""
 
 from __future__ import annotations

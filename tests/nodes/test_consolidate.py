@@ -157,7 +157,7 @@ async def test_only_new_messages_are_extracted_after_a_consolidation():
     assert "I prefer React" in first and "Berlin" not in first
     new_part = second.split("## New messages", 1)[1]
     assert "Berlin" in new_part and "I prefer React" not in new_part
-    # A one-message window is shown with the two messages before it as context (seed 002).
+    # A one-message window is shown with the two messages before it as context.
     context = second.split("## New messages", 1)[0]
     assert "我打算明年学 Rust" in context and "好的！" in context
 

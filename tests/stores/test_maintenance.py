@@ -1,4 +1,4 @@
-"""Maintenance: seed 003's forgetting thresholds, the cap, TTLs, compression, and restore after each.
+"""Maintenance: the forgetting thresholds, the cap, TTLs, compression, and restore after each.
 
 Expected relevances are computed here from the formula with the test's own numbers; the store
 runs are on langgraph's InMemoryStore and ChromaStore (ephemeral), through the sync and the
@@ -78,7 +78,7 @@ def everything(store: BaseStore, user: str = USER) -> dict[str, Memory]:
 
 
 def seed_formula(days: float, access_count: int, importance: float) -> float:
-    """Seed 003, written out: exp(-0.01 days) * (1 + ln(1 + accesses)) * importance."""
+    """The relevance formula, written out: exp(-0.01 days) * (1 + ln(1 + accesses)) * importance."""
     return math.exp(-0.01 * days) * (1 + math.log(1 + access_count)) * importance
 
 

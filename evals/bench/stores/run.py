@@ -42,7 +42,7 @@ Every section is a function taking `BenchSettings` and returning rows (a list of
 `SECTIONS` maps section names to them. Implementations are timed in turns (the order rotates),
 after a warm-up, so load from other processes hits them alike; ratios are medians of paired
 ratios (two contenders' times for the same work, measured back to back). After the sections, a
-``targets`` table says which of the issue's targets the measured ratios meet. The JSON records
+``targets`` table says which of the benchmark's targets the measured ratios meet. The JSON records
 the machine and the git commit measured (and which code files had uncommitted edits).
 The defaults take about 10 minutes on 2 cores, mostly in chromadb's embedders, which pad every
 text to 256 word pieces.
@@ -262,7 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def targets(results: dict[str, list[Row]]) -> list[Row]:
-    """The issue's targets, each with the measured ratio and whether it holds."""
+    """The benchmark's targets (`MAX_STORE_OVERHEAD`, `MIN_EMBED_SPEEDUP`, ...), each with the
+    measured ratio and whether it holds."""
     verdicts: list[Row] = []
     store = results.get("store", [])
     largest = max((row["items"] for row in store), default=0)

@@ -1,4 +1,5 @@
-"""Undo a memory's creation (seed 003 §4.2: "added to memory: ... [view] [undo]").
+"""Undo a memory's creation, as an app offers it beside a notice such as "added to memory: ...
+[view] [undo]".
 
 The memory is forgotten, so undo is itself reversible (`LongTermMemory.restore` brings it back);
 when it was a new value of an attribute, the values it superseded become current again, so the

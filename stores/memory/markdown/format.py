@@ -1,4 +1,4 @@
-"""A user's memories as a human-readable, editable `memory.md` (seed 004): render and parse.
+"""A user's memories as a human-readable, editable `memory.md`: render and parse.
 
 The format is plain Markdown: one `##` section per category, one bullet per memory, and the
 memory's id in an HTML comment at the end of the bullet (invisible when the file is rendered):

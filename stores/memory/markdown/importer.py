@@ -207,7 +207,7 @@ def apply_import(
         user_id: Whose memories.
         plan: From `plan_import`.
         now: The time of the writes (ISO-8601).
-        policy: The write policy's thresholds for added memories (default: DESIGN's).
+        policy: The write policy's thresholds for added memories (default: `PolicySettings()`).
 
     Raises:
         PlanError: A change other than `add` names no memory (checked before anything is

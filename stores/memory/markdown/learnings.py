@@ -1,5 +1,5 @@
-"""A user's procedures as a human-readable, editable `learnings.md` (seed 004's procedural
-memory file), beside `memory.md`: render and parse.
+"""A user's procedures as a human-readable, editable `learnings.md` (the
+procedural memory file), beside `memory.md`: render and parse.
 
 One `##` section per procedure (`engram.stores.memory.procedures`): the task it solved as the
 heading, with the memory's id in an HTML comment, how often it worked, then its steps, one

@@ -1,4 +1,4 @@
-"""The memory model's say in the write policy's uncertain band (seed 004's merge decision).
+"""The memory model's say in the write policy's uncertain band: the merge decision.
 
 Similarity alone cannot tell "The user moved the billing service to PostgreSQL 16" (an update of
 "... uses PostgreSQL 15 ...": replace) from "The user has a cat named Milo" (next to "... a dog

@@ -2,12 +2,13 @@
 
 Every function here is a generator that yields a batch of store operations (`GetOp`, `SearchOp`,
 `PutOp`) and receives their results. `LongTermMemory` drives it with `store.batch` (sync) or
-`await store.abatch` (async): the logic exists once and only the I/O line differs (STYLE.md).
+`await store.abatch` (async): the logic exists once and only the I/O line differs.
 Only the `BaseStore` op contract is used, so any store works (InMemoryStore, ChromaStore, ...).
 
-With a merge decider (`engram.stores.memory.write.decision`), step 4 may also yield a `MergeQuestion`
-instead of operations; the driver answers it (`run_steps(..., answer=...)`) with the decider's
-`MergeDecision` or the `MergeDecisionError` it raised.
+With a merge decider (`engram.stores.memory.write.decision`), the write policy (`upsert_steps`)
+may also yield a `MergeQuestion` instead of operations; the driver answers it
+(`run_steps(..., answer=...)`) with the decider's `MergeDecision` or the `MergeDecisionError` it
+raised.
 
 Exact duplicates are found through a registry of normalised text hashes under
 `("memory_hashes", <user_id>)` (key: hash, value: `{"memory_id": ...}`, not indexed): a get by
@@ -56,15 +57,16 @@ SUBJECT_TERMS = frozenset({"user", "用户"})
 
 @dataclass(frozen=True)
 class PolicySettings:
-    """Thresholds of the write policy (DESIGN "Defaults")."""
+    """Thresholds of the write policy (`upsert_steps`)."""
 
     duplicate_threshold: float = 0.9
     min_importance: float = 0.5
     merge_pool: int = 3
-    """How many similar memories step 4 looks at (of the candidate's category), and step 4b asks
-    a merge decider about at most (of any category)."""
+    """How many similar memories the merge (step 4 of `upsert_steps`) looks at (of the candidate's
+    category), and a merge decider is asked about at most (step 4b, of any category)."""
     replace_floor: float = 0.4
-    """Similarity from which a question the user answered with a change names a memory (3b)."""
+    """Similarity from which a question the user answered with a change names a memory (step
+    3b of `upsert_steps`)."""
     decision_floor: float | None = None
     """Similarity from which a merge decider is asked about a candidate the rules would not
     merge (`engram.stores.memory.write.decision.DECISION_FLOOR`); None: there is no decider."""
@@ -90,10 +92,19 @@ def upsert_steps(
     now: str,
     settings: PolicySettings,
 ) -> AskingSteps[WriteResult]:
-    """DESIGN's write policy for one candidate: redact, duplicate, supersede, merge (or ask a
-    merge decider), add. An update-only candidate (`MemoryCandidate.update_only`) is written
-    only where it retires the memory its `replaces` names (3b) or the merge decider says it
-    replaces one (4b), else dropped."""
+    """The write policy for one candidate. Its steps, numbered as in the code below:
+
+    1. redact secrets; drop a candidate that was only a secret or is below `min_importance`;
+    2. exact duplicate: confirm the memory that says the same;
+    3. same `key`, different value: supersede the memory that has the key;
+    3b. a stated change: supersede the memory that `MemoryCandidate.replaces` names;
+    4. near duplicate in the same category: merge;
+    4b. similar, but not for the rules to merge: ask the merge decider, when there is one;
+    5. add.
+
+    An update-only candidate (`MemoryCandidate.update_only`) is written only where it retires
+    the memory its `replaces` names (3b) or the merge decider says it replaces one (4b), else
+    dropped."""
     # 1. secrets never reach the store (the rules load on the first write, as in `memory_put`)
     from engram.stores.secrets import redact, redact_data
 
@@ -348,9 +359,10 @@ def _merge_into(
     now: str,
     merged_text: str | None = None,
 ) -> Steps[WriteResult]:
-    """`existing` absorbs the candidate; its text becomes `merged_text` (default: seed 000's
-    merge rule, `merge_content`). A procedure that worked again for the same task takes the newer
-    text and calls, its uses counted (`engram.stores.memory.procedures.counted_use`)."""
+    """`existing` absorbs the candidate; its text becomes `merged_text` (default:
+    `merge_content`, which keeps the text that contains the other). A procedure that worked again
+    for the same task takes the newer text and calls, its uses counted
+    (`engram.stores.memory.procedures.counted_use`)."""
     data = existing.structured_data or structured
     if is_procedure(existing.structured_data) and is_procedure(structured):
         merged_text = content

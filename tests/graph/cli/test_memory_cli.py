@@ -64,7 +64,7 @@ def test_add_list_search_show(data):
     found = cli("search", "--user", "alice", "editor theme", "--json")
     assert found[0]["content"] == "Alice prefers dark mode"
     assert found[0]["access_count"] == 0  # looking from the CLI is not a recall
-    for hit in found:  # DESIGN's combined score over the fused relevance of both channels
+    for hit in found:  # the combined score over the fused relevance of both channels
         assert 0 <= hit["relevance"] <= 1 and -1 <= hit["similarity"] <= 1
         assert hit["score"] == pytest.approx(
             0.6 * hit["relevance"] + 0.25 * hit["importance"] + 0.15 * hit["recency"]

@@ -1,4 +1,4 @@
-"""Seed 004's merge decision: in the uncertain similarity band the memory model chooses replace,
+"""The merge decision: in the uncertain similarity band the memory model chooses replace,
 merge or keep both; a failure, or an answer that would lose a fact, keeps the threshold rule.
 
 The memories are embedded with the real all-MiniLM-L6-v2, so the band holds what it holds in

@@ -89,7 +89,7 @@ def test_add_stores_a_memory_with_provenance_and_defaults(api, store):
     assert result.action == "created"
     memory = api.get(USER, result.memory.id)
     assert memory.content == "I prefer dark mode in every editor"
-    assert (memory.category, memory.importance) == ("preference", 0.9)  # seed 003's default
+    assert (memory.category, memory.importance) == ("preference", 0.9)  # the category's default
     assert (memory.source_thread_id, memory.source_message_ids) == ("t1", ["m1", "m2"])
     assert memory.valid_from == memory.created_at == memory.updated_at == NOW.isoformat()
     assert memory.valid_until is None and memory.current and not memory.forgotten
@@ -137,7 +137,7 @@ def test_near_duplicate_in_same_category_merges(api):
     [a] = api.upsert(USER, [cand(short, importance=0.7)], message_ids=["m1"])
     [b] = api.upsert(USER, [cand(longer, importance=0.8)], message_ids=["m2"])
     assert b.action == "merged" and b.memory.id == a.memory.id
-    assert b.memory.content == longer  # seed 000: the text that contains the other wins
+    assert b.memory.content == longer  # the text that contains the other wins
     assert b.memory.importance == 0.8 and b.memory.source_message_ids == ["m1", "m2"]
     assert len(api.list(USER)) == 1
 
