@@ -71,3 +71,16 @@ def test_memory_help_states_the_exit_codes() -> None:
     text = " ".join(result.output.split())
     assert "Exit codes: 0 done; 1 not found or nothing done" in text
     assert "2 bad input (" in text and "an empty --user" in text
+
+
+def test_version_prints_the_installed_distribution_version() -> None:
+    from importlib import metadata
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from engram.graph.cli import main; main()", "--version"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"engram {metadata.version('engram')}\n"
