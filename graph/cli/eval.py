@@ -16,6 +16,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from engram.graph.cli.help import PlainCommand
+
 app = typer.Typer(
     help="Run eval suites against the memory graph.",
     invoke_without_command=True,
@@ -116,7 +118,7 @@ def suites(
     )
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def locomo(
     data: Annotated[
         Path,
@@ -206,7 +208,7 @@ def locomo(
     )
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def longmemeval(
     data: Annotated[
         Path,
