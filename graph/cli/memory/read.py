@@ -39,6 +39,7 @@ from engram.graph.cli.memory.support import (
     user_or_default,
 )
 from engram.stores.memory.categories import CATEGORIES, Category
+from engram.stores.text import counted
 
 
 @command
@@ -216,4 +217,4 @@ def _categories(values: list[str] | None) -> list[Category]:
 
 
 def _memories(count: int) -> str:
-    return "1 memory" if count == 1 else f"{count} memories"
+    return counted(count, "memory", "memories")

@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engram.stores.paths import default_checkpoint_path, default_data_dir
+from engram.stores.text import counted
 
 # The store and the memory model are imported inside the functions that use them: help
 # (`engram --help`, `engram memory --help`) then loads neither chromadb nor langgraph.
@@ -62,6 +63,15 @@ STORED_KINDS = {
     "memory_jobs": "pending memory jobs",
 }
 """What each of a user's namespaces holds, as the commands name it (`engram.stores.namespaces`)."""
+STORED_KIND = {
+    "memories": "memory",
+    "memory_hashes": "duplicate fingerprint",
+    "episodes": "episode (archived message)",
+    "memory_maintenance": "maintenance record",
+    "threads": "thread record",
+    "memory_jobs": "pending memory job",
+}
+"""One of each `STORED_KINDS`, for a count of 1."""
 
 out = Console(soft_wrap=False)
 err = Console(stderr=True)
@@ -247,9 +257,12 @@ def open_backend(
 
 
 def stored_counts(counts: dict[str, int]) -> str:
-    """Counts per namespace root in words, e.g. "2 memories, 2 duplicate fingerprints"; a root
+    """Counts per namespace root in words, e.g. "2 memories, 1 duplicate fingerprint"; a root
     an app added is named as it is."""
-    return ", ".join(f"{n} {STORED_KINDS.get(root, root)}" for root, n in counts.items())
+    return ", ".join(
+        counted(n, STORED_KIND.get(root, root), STORED_KINDS.get(root, root))
+        for root, n in counts.items()
+    )
 
 
 def read_stdin_text(what: str) -> str:
@@ -533,7 +546,8 @@ def maintenance_table(report: MaintenanceReport) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD,
         title=Text(
-            f"maintenance of {report.user_id!r}: {report.changed} memories {verb} "
+            f"maintenance of {report.user_id!r}: {counted(report.changed, 'memory', 'memories')} "
+            f"{verb} "
             f"(of {report.active_before} active)"
         ),
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TESTS
+from conftest import TESTS, run_engram
 from fakes import RecordingChatModel
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
@@ -278,7 +278,7 @@ def test_maintain_forgets_what_faded_and_restore_brings_it_back(data):
     report = cli("maintain", "-u", "alice", "--ttl", "goal=180", "--json")
     assert (report["forgotten"], report["expired"]) == ([old["stale"].id], [old["old goal"].id])
     assert [x["memory_id"] for x in report["lowered"]] == [old["fading"].id]
-    assert report["compression"].startswith("skipped: no memory model configured (4 memories")
+    assert report["compression"].startswith("skipped: no memory model configured (4 memories in 1 group")
     table = cli("maintain", "-u", "alice", "--ttl", "goal=180").stdout
     assert "0 memories changed" in table  # a second run has nothing left to do
 
@@ -600,3 +600,17 @@ def test_what_people_stored_never_drives_the_terminal(data):
         printed = said.stdout + said.stderr
         assert not any(c in printed for c in "\x1b\x00\x07\u202e"), (args, printed)
         assert "\\x1b" in printed or args == ["stats"], (args, printed)
+
+
+def test_counts_of_one_are_singular(data):
+    added = run_engram("memory", "add", "--user", "alice", "Alice prefers dark mode")
+    assert added.returncode == 0, added.stderr
+    listed = run_engram("memory", "list", "--user", "alice")
+    assert "1 memory of 'alice'" in listed.stdout
+    maintained = run_engram("memory", "maintain", "--user", "alice")
+    assert "0 memories changed" in " ".join(maintained.stdout.split())
+    deleted = run_engram("memory", "delete", "--all", "--user", "alice", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    printed = " ".join(deleted.stdout.split())
+    assert "1 memory, 1 duplicate fingerprint;" in printed, printed
+    assert "0 threads (messages and summaries)" in printed
