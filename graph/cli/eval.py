@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from engram.graph.cli.help import PlainCommand
+from engram.graph.cli.output import CommandConsole
 
 app = typer.Typer(
     help="Run eval suites against the memory graph.",
@@ -262,7 +263,7 @@ def _run(command: Callable[[Console], int]) -> None:
 
     from engram.evals.commands import EvalSetupError
 
-    console = Console()
+    console = CommandConsole()
     logging.basicConfig(
         level=logging.WARNING,
         format="%(message)s",
@@ -271,7 +272,7 @@ def _run(command: Callable[[Console], int]) -> None:
     try:
         code = command(console)
     except EvalSetupError as exc:
-        Console(stderr=True).print(Text("error: ", style="bold red") + Text(str(exc)))
+        CommandConsole(stderr=True).print(Text("error: ", style="bold red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     raise typer.Exit(code)
 

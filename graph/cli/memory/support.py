@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from rich import box
-from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
+from engram.graph.cli.output import CommandConsole
 from engram.stores.paths import default_checkpoint_path, default_data_dir
 from engram.stores.text import counted
 
@@ -73,8 +73,8 @@ STORED_KIND = {
 }
 """One of each `STORED_KINDS`, for a count of 1."""
 
-out = Console(soft_wrap=False)
-err = Console(stderr=True)
+out = CommandConsole(soft_wrap=False)
+err = CommandConsole(stderr=True)
 
 _process_ends_with_command = False
 """Set by `ends_with_command` (the `engram` console script), not when the app runs in-process."""
@@ -483,7 +483,7 @@ def memory_table(
     if show_state:
         table.add_column("state", no_wrap=True)
     table.add_column("recalls", justify="right", no_wrap=True)
-    dated = out.width >= 100  # a narrow terminal (or a pipe, 80) keeps the room for the content
+    dated = out.width >= 100  # a narrow terminal keeps the room for the content
     if dated:
         table.add_column("updated", no_wrap=True)
     for n, memory in enumerate(memories):

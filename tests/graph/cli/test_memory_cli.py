@@ -614,3 +614,17 @@ def test_counts_of_one_are_singular(data):
     printed = " ".join(deleted.stdout.split())
     assert "1 memory, 1 duplicate fingerprint;" in printed, printed
     assert "0 threads (messages and summaries)" in printed
+
+
+def test_output_to_a_pipe_is_not_wrapped(data):
+    text = (
+        "Alice keeps her dotfiles in a private repository and syncs them to every machine "
+        "she works on with a small shell script run from cron every night"
+    )
+    added = run_engram("memory", "add", "--user", "alice", text)
+    assert added.returncode == 0, added.stderr
+    listed = run_engram("memory", "list", "--user", "alice")
+    assert any(text in line for line in listed.stdout.splitlines()), listed.stdout
+    missing = run_engram("memory", "show", "no-such-id", "--user", "alice")
+    assert missing.returncode == 1
+    assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
