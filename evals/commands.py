@@ -161,7 +161,8 @@ def suite_command(
     )
     turns = sum(d.user_turns for d in dialogs)
     console.print(
-        f"engram eval: {len(dialogs)} dialogs, {turns} user turns from {path}; "
+        f"engram eval: {counted(len(dialogs), 'dialog')}, {counted(turns, 'user turn')} from "
+        f"{path}; "
         f"mode: {models.mode}, extraction: {chosen}; {jobs} at a time"
     )
     began = time.perf_counter()

@@ -50,6 +50,7 @@ def test_eval_suite_writes_reports_and_strict_sets_the_exit_code(tmp_path):
 
     again = invoke("--suite", str(suite / "t-editor.yaml"), "--out", str(out))
     assert again.exit_code == 0, again.output  # targets missed, but not --strict
+    assert again.output.startswith("engram eval: 1 dialog, 3 user turns from ")
     assert json.loads((out / "report.json").read_text())["dialogs_count"] == 1
 
 
