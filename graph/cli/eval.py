@@ -27,8 +27,16 @@ app = typer.Typer(
 )
 
 DEFAULT_OUT = Path("eval-out")
-"""Where the reports go without `--out`."""
+"""Where `engram eval`'s reports go without `--out`."""
+LOCOMO_OUT = DEFAULT_OUT / "locomo"
+"""Where `engram eval locomo`'s go: a folder of its own, so it never overwrites the suite's."""
+LONGMEMEVAL_OUT = DEFAULT_OUT / "longmemeval"
+"""Where `engram eval longmemeval`'s go."""
 _OUT_HELP = "Folder for report.json and report.html (created if needed)."
+_QA_OUT_HELP = (
+    "Folder for report.json and report.html, and with --mode qa the journal and the stores "
+    "(created if needed)."
+)
 _STRICT_HELP = "Exit with code 1 when a target is missed (default: report it, exit 0)."
 _QA_MODEL_HELP = (
     "the model that answers each question: provider:model (e.g. openai:gpt-4o-mini), an "
@@ -164,7 +172,7 @@ def locomo(
     ] = None,
     limit: Annotated[int | None, typer.Option(metavar="N", help=_qa_mode(_QA_LIMIT_HELP))] = None,
     jobs: Annotated[int | None, typer.Option(metavar="N", help=_qa_mode(_QA_JOBS_HELP))] = None,
-    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
+    out: Annotated[Path, typer.Option(metavar="DIR", help=_QA_OUT_HELP)] = LOCOMO_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
 ) -> None:
     """LoCoMo: retrieval (any@k / all@k / frac@k of the evidence turns) or, with --mode qa,
@@ -242,7 +250,13 @@ def longmemeval(
     ] = None,
     limit: Annotated[int | None, typer.Option(metavar="N", help=_sentence(_QA_LIMIT_HELP))] = None,
     jobs: Annotated[int | None, typer.Option(metavar="N", help=_sentence(_QA_JOBS_HELP))] = None,
-    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
+    out: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="Folder for the reports, the journal and the stores (created if needed).",
+        ),
+    ] = LONGMEMEVAL_OUT,
 ) -> None:
     """LongMemEval answer accuracy: each question's sessions go through engram, then --model
     answers from what it recalls and --judge grades it (LongMemEval's judge prompts)."""

@@ -197,3 +197,18 @@ def test_eval_output_to_a_pipe_is_not_wrapped(tmp_path):
     assert first.startswith("engram eval: 2 dialogs") and "mode: offline, extraction:" in first
     definition = METRIC_DEFINITIONS["extraction_precision"]
     assert any(definition in line for line in done.stdout.splitlines())
+
+
+@needs_dev
+def test_locomo_writes_its_reports_beside_the_suites_never_over_them(tmp_path):
+    suite = run_engram("eval", "--suite", str(write_suite(tmp_path / "suite")), cwd=tmp_path)
+    assert suite.returncode == 0, suite.stderr
+    written = (tmp_path / "eval-out" / "report.json").read_text(encoding="utf-8")
+
+    locomo = run_engram("eval", "locomo", "--data", str(DEV), "--conversations", "conv-26",
+                        cwd=tmp_path)
+    assert locomo.returncode == 0, locomo.stderr
+    assert json.loads((tmp_path / "eval-out" / "locomo" / "report.json").read_text())["kind"] == (
+        "locomo"
+    )
+    assert (tmp_path / "eval-out" / "report.json").read_text(encoding="utf-8") == written
