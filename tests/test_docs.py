@@ -83,3 +83,12 @@ def test_what_users_read_has_no_internal_references() -> None:
 
 def test_the_readme_is_a_few_screens() -> None:
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+
+
+def test_the_home_page_links_every_page_of_the_site() -> None:
+    mkdocs = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = mkdocs.split("\nnav:\n")[1].split("\n\n")[0]
+    pages = set(re.findall(r":\s*(\S+\.md)$", nav, re.MULTILINE)) - {"index.md"}
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([^)#]+\.md)", home))
+    assert pages - linked == set(), "docs/index.md leaves out these pages"
