@@ -239,10 +239,13 @@ class MemoryApi:
         )
 
     async def stats(self, request: Request) -> Response:
-        """Counts of the user's memories per state and category, and of what else is stored."""
+        """Counts of the user's memories per state and category, and of what else is stored;
+        the user is `user`, as in every other answer."""
         user = self.user(request)
         found = await arun_steps(await self.source.get(), stats_steps(user))
-        return json_answer(found.to_dict())
+        counts = found.to_dict()
+        del counts["user_id"]
+        return json_answer({"user": user, **counts})
 
     async def export(self, request: Request) -> Response:
         """The user's memories as memory.md (`forgotten=true`, `superseded=true` add those

@@ -136,6 +136,7 @@ def _govern(page: Page, url: str, folder: Path, asked: list[str]) -> None:
     page.fill("#user", "alice")
     page.press("#user", "Enter")
     expect(rows).to_have_count(len(SEEDED))
+    expect(page.locator("#summary")).to_contain_text(f"alice: {len(SEEDED)} active (")
     waiting = page.locator("#pending-list li")
     expect(waiting).to_have_count(len(PENDING))
     expect(page.locator("#pending")).to_be_visible()
