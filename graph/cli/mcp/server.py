@@ -19,13 +19,14 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
+from engram.graph.cli.mcp.arguments import argument_problems
 from engram.graph.cli.memory.edit import ONLY_A_SECRET
 from engram.graph.cli.memory.support import cli_error, open_backend, validation_message
 from engram.nodes.extract.statement import statement_candidate
@@ -117,6 +118,27 @@ class MemoryPage(BaseModel):
     """The offset of the next page; None after the last."""
 
 
+class EngramServer(MCPServer):
+    """The SDK's server, saying what was wrong with a tool's arguments in plain sentences
+    (`argument_problems`) instead of pydantic's text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            refused = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(refused, ValidationError):
+                raise
+            schema = next(
+                (tool.input_schema for tool in await self.list_tools() if tool.name == name), {}
+            )
+            if refused.title != schema.get("title"):  # not the arguments: what a tool raised
+                raise
+            raise ToolError(argument_problems(refused, schema)) from refused
+
+
 def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
     """The MCP server over `user_id`'s memories in `memory`'s store.
 
@@ -124,7 +146,7 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         memory: The memories, with the write policy (`min_importance=0.0`, as the user asked).
         user_id: The only user whose memories the tools reach.
     """
-    server = MCPServer("engram", instructions=MCP_INSTRUCTIONS, log_level="INFO")
+    server = EngramServer("engram", instructions=MCP_INSTRUCTIONS, log_level="INFO")
 
     @server.tool(
         description=MCP_SEARCH_DESCRIPTION,

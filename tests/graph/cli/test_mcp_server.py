@@ -171,13 +171,20 @@ async def test_a_client_over_stdio_shares_the_users_memories(tmp_path: Path) -> 
                 session, "remember", text="my password is hunter2xyz!"
             )
             said = await refused(session, "remember", text="Alice likes tea", category="food")
-            assert "category" in said and "'preference'" in said
+            assert said == (
+                'category is "food": give one of "preference", "fact", "project", "lesson", '
+                '"skill", "goal", or leave it out.'
+            )
             said = await refused(session, "forget_memory", id="no-such-id")
             assert "no memory has the id 'no-such-id'" in said
             assert "no memory has the id" in await refused(session, "forget_memory", id=bob)
             assert "query is empty" in await refused(session, "search_memories", query=" ")
-            assert "limit" in await refused(session, "search_memories", query="x", limit=0)
-            assert "offset" in await refused(session, "list_memories", offset=-1)
+            assert await refused(session, "search_memories", query="x", limit=0) == (
+                "limit is 0: give a whole number from 1 to 20."
+            )
+            assert await refused(session, "list_memories", offset=-1) == (
+                "offset is -1: give a whole number of at least 0."
+            )
 
             # an argument naming another user is not in the schema, and reaches no one else
             tea = await call(session, "remember", text="Alice drinks green tea", user="bob")
@@ -283,3 +290,24 @@ async def test_what_the_store_raises_is_a_tool_error(failure: Exception, says: s
                 assert _text(result) == f"Error executing tool {tool}"
             else:
                 assert says in _text(result)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("remember", {}, "text is missing: give a string."),
+        ("search_memories", {"query": 5}, "query is 5: give a string."),
+        ("list_memories", {"limit": "many"}, 'limit is "many": give a whole number from 1 to 100.'),
+        ("forget_memory", {"id": None}, "id is null: give a string."),
+        (
+            "search_memories",
+            {"query": "tea", "limit": 21},
+            "limit is 21: give a whole number from 1 to 20.",
+        ),
+    ],
+)
+async def test_wrong_arguments_are_one_plain_sentence(tool: str, arguments: dict, says: str) -> None:
+    async with Client(build_server(LongTermMemory(InMemoryStore()), "alice")) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert _text(result) == says
