@@ -37,11 +37,21 @@ from engram.nodes.prompts import (
     MCP_REMEMBER_DESCRIPTION,
     MCP_SEARCH_DESCRIPTION,
 )
+from engram.stores.embeddings import MODEL_DIR_ENV, EmbeddingModelNotFoundError
 from engram.stores.memory.categories import Category
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Memory
 
 logger = logging.getLogger(__name__)
+
+SERVER_ENVIRONMENT = (
+    "This server reads environment variables from what its MCP client started it with, which "
+    "is only a few (HOME, PATH, ...) unless the client's configuration adds them: set "
+    f"{MODEL_DIR_ENV} under \"env\" beside \"args\" (or env= of the SDK's "
+    "StdioServerParameters)."
+)
+"""Said after a missing embedding model's message: set in a shell, the variable does not reach
+a server a client starts."""
 
 WriteAction = Literal["created", "superseded", "merged", "duplicate", "unchanged"]
 _DONE: dict[str, str] = {
@@ -303,6 +313,8 @@ def _tool_errors() -> Iterator[None]:
         error = cli_error(exc)
         if error is None:
             raise
+        if isinstance(exc, EmbeddingModelNotFoundError):
+            raise ToolError(f"{error} {SERVER_ENVIRONMENT}") from exc
         raise ToolError(str(error)) from exc
 
 

@@ -268,7 +268,7 @@ def test_the_help_names_the_tools_and_loads_no_mcp() -> None:
             EmbeddingModelNotFoundError(
                 "all-MiniLM-L6-v2 ONNX files not found: set ENGRAM_EMBEDDING_MODEL_DIR"
             ),
-            "ENGRAM_EMBEDDING_MODEL_DIR",
+            'set ENGRAM_EMBEDDING_MODEL_DIR under "env" beside "args"',  # in the client's config
         ),
         (TimeoutError("the data folder is busy"), "could not use the engram data"),
         (ZeroDivisionError("a bug"), None),  # a crash: the client learns nothing of it
