@@ -70,7 +70,7 @@ def test_a_user_id_of_any_characters_is_sent_percent_encoded(api: Api) -> None:
         == "张三"
     )
     shown = api.client.get("/api/memories/stats", headers={USER_HEADER: "50%25off@example.com"})
-    assert (shown.json()["user_id"], shown.json()["active"]) == ("50%off@example.com", 1)
+    assert (shown.json()["user"], shown.json()["active"]) == ("50%off@example.com", 1)
     raw = api.client.get(
         "/api/memories", headers={USER_HEADER: "张三".encode()}
     )  # as curl sends it
