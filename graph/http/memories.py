@@ -14,7 +14,9 @@ memory.md renderer).
 | `POST /api/memories/{id}/restore` | undo forgetting and maintenance |
 
 Every request acts for one user (`engram.graph.http.users`); another user's memory id answers
-404, as an id that does not exist does.
+404, as an id that does not exist does. `{id}` is a memory's id or, as the CLI takes them, a
+prefix of it that starts no other memory's id of the user (the page shows 8 characters); a
+prefix that several start with answers 400.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from engram.graph.http.users import (
     trusted_origins_by_default,
 )
 from engram.nodes.extract.statement import statement_candidate
+from engram.stores.memory.ids import AmbiguousIdError, memory_by_id_steps
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.manage.journal import JournalEntry
 from engram.stores.memory.markdown.format import render_markdown, status_of
@@ -196,7 +199,7 @@ class MemoryApi:
     async def get(self, request: Request) -> Response:
         """One memory, in any state, with `maintenance`: what maintenance did to it (or null)."""
         user = self.user(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = await self.memory_id(request, user)
         found = await arun_steps(await self.source.get(), _memory_and_journal(user, memory_id))
         if found is None:
             raise _not_found(memory_id)
@@ -209,7 +212,7 @@ class MemoryApi:
         """Forget a memory (restorable), or with `permanent=true` delete it for good: gone from
         every file of the data folder, as `engram memory delete` does."""
         user = self.user(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = await self.memory_id(request, user)
         memory = await self.memory()
         if flag(request.query_params, "permanent"):
             if not await memory.adelete(user, memory_id):
@@ -224,7 +227,7 @@ class MemoryApi:
         """Undo forgetting and what maintenance did to a memory; `changed` is false, with a
         `reason`, when there was nothing to undo."""
         user = self.user(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = await self.memory_id(request, user)
         result = await (await self.memory()).arestore(user, memory_id)
         if result is None:
             raise _not_found(memory_id)
@@ -271,6 +274,22 @@ class MemoryApi:
         """Whose memories `request` may see (`engram.graph.http.users`)."""
         allowed = header_allowed_by_default() if self.user_header is None else self.user_header
         return request_user(request, header_allowed=allowed, trusted_origins=self.trusted_origins)
+
+    async def memory_id(self, request: Request, user: str) -> str:
+        """The whole id of the user's memory that the path names by its id or a prefix of it.
+
+        Raises:
+            ApiError: No memory of the user's has that id or prefix (404), or several have
+                the prefix (400).
+        """
+        given = request.path_params["memory_id"]
+        try:
+            found = await arun_steps(await self.source.get(), memory_by_id_steps(user, given))
+        except AmbiguousIdError as exc:
+            raise ApiError(400, str(exc)) from None
+        if found is None:
+            raise _not_found(given)
+        return found.id
 
     async def memory(self) -> LongTermMemory:
         """The user's memories in the app's store, written as a person asks."""

@@ -3,6 +3,7 @@ and the app langgraph.json serves opening engram's default store once and closin
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -200,3 +201,29 @@ def test_create_app_leaves_a_store_it_is_given_open(tmp_path: Path) -> None:
             assert added.status_code == 201
         assert not store._closed
         assert [m.content for m in LongTermMemory(store).list("bo")] == ["Alice prefers dark mode"]
+
+
+def test_a_memory_is_named_by_the_prefix_the_page_shows_as_the_cli_takes_it(api: Api) -> None:
+    tea = api.add("Alice drinks green tea")
+    short = tea["id"][:8]
+    assert api.client.get(f"/api/memories/{short}").json()["id"] == tea["id"]
+    assert api.client.delete(f"/api/memories/{short}").json()["state"] == "forgotten"
+    restored = api.client.post(f"/api/memories/{short}/restore").json()
+    assert (restored["changed"], restored["memory"]["id"]) == (True, tea["id"])
+
+    bobs = api.add("Bob drinks black coffee", user="bob")["id"]
+    missing = api.client.get(f"/api/memories/{bobs[:8]}")  # never another user's memory
+    assert missing.status_code == 404 and bobs[:8] in missing.json()["detail"]
+
+    firsts = {tea["id"][0]}
+    for n in itertools.count():  # until two of alice's ids start alike: at most 17 memories
+        first = api.add(f"Alice planted {n} tomato seedlings today")["id"][0]
+        if first in firsts:
+            break
+        firsts.add(first)
+    for method, path in [("GET", ""), ("DELETE", "?permanent=true"), ("POST", "/restore")]:
+        ambiguous = api.client.request(method, f"/api/memories/{first}{path}")
+        assert ambiguous.status_code == 400
+        assert f"id prefix {first!r} matches " in ambiguous.json()["detail"]
+        assert "give more of it" in ambiguous.json()["detail"]
+    assert api.client.get("/api/memories", params={"state": "all"}).json()["total"] == n + 2

@@ -39,8 +39,10 @@ from engram.nodes.prompts import (
 )
 from engram.stores.embeddings import MODEL_DIR_ENV, EmbeddingModelNotFoundError
 from engram.stores.memory.categories import Category
+from engram.stores.memory.ids import AmbiguousIdError, memory_by_id_steps
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Memory
+from engram.stores.steps import arun_steps
 
 logger = logging.getLogger(__name__)
 
@@ -218,16 +220,23 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         ),
     )
     async def forget_memory(
-        id: Annotated[str, Field(description="The memory's id.")],
+        id: Annotated[
+            str,
+            Field(
+                description="The memory's id, or its first characters (the CLI and the "
+                "memories page show 8) when no other memory's id starts with them."
+            ),
+        ],
     ) -> ForgetResult:
-        memory_id = id.strip()
-        if not memory_id:
+        given = id.strip()
+        if not given:
             raise ToolError("id is empty: give the id search_memories or list_memories showed")
         with _tool_errors():
-            forgotten = await memory.aforget(user_id, memory_id)
+            found = await arun_steps(memory.store, memory_by_id_steps(user_id, given))
+            forgotten = await memory.aforget(user_id, found.id) if found else None
         if forgotten is None:
             raise ToolError(
-                f"no memory has the id {memory_id!r}: search_memories or list_memories give the ids"
+                f"no memory has the id {given!r}: search_memories or list_memories give the ids"
             )
         return ForgetResult(
             message="Forgotten: no longer recalled. The user can restore it with "
@@ -306,9 +315,12 @@ def _serve_http(server: MCPServer, host: str, port: int) -> None:
 @contextmanager
 def _tool_errors() -> Iterator[None]:
     """What the person can fix (a missing embedding model, the data folder busy or unreadable,
-    `cli_error`) as a tool error whose text says what to do; anything else stays a crash."""
+    `cli_error`; an id prefix that several memories' ids start with) as a tool error whose text
+    says what to do; anything else stays a crash."""
     try:
         yield
+    except AmbiguousIdError as exc:
+        raise ToolError(str(exc)) from exc
     except Exception as exc:
         error = cli_error(exc)
         if error is None:

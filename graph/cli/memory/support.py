@@ -428,20 +428,18 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     Raises:
         CliError: No such memory (exit 1), or the prefix matches several (exit 2).
     """
+    from engram.stores.memory.ids import AmbiguousIdError, memory_with_prefix
     from engram.stores.memory.long_term import LongTermMemory
 
     memory = LongTermMemory(backend.store).get(user_id, given)
     if memory is not None:
         return memory
-    matches = [m for m in all_memories(backend, user_id) if m.id.startswith(given)] if given else []
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        ids = ", ".join(m.id for m in matches[:5])
-        raise CliError(
-            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it",
-            code=2,
-        )
+    try:
+        memory = memory_with_prefix(all_memories(backend, user_id), given)
+    except AmbiguousIdError as exc:
+        raise CliError(str(exc), code=2) from None
+    if memory is not None:
+        return memory
     raise CliError(
         f"no memory {given!r} for user {user_id!r}; "
         f"`engram memory list --user {shown(shlex.quote(user_id))} --all` "

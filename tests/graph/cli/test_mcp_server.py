@@ -5,6 +5,7 @@ rest of the suite uses, as a client's configuration would set them)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any, BinaryIO
 import anyio
 import pytest
 from conftest import free_port, stop_process_group, wait_for_port
+from fakes import NGramEmbeddings
 from langgraph.store.memory import InMemoryStore
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.stdio import get_default_environment
@@ -25,7 +27,7 @@ from typer.testing import CliRunner
 from engram.graph.cli import app
 from engram.graph.cli.mcp.server import build_server
 from engram.stores.embeddings import EmbeddingModelNotFoundError
-from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
 """The console script installed beside this Python (another on PATH may be another install)."""
@@ -311,3 +313,28 @@ async def test_wrong_arguments_are_one_plain_sentence(tool: str, arguments: dict
         result = await client.call_tool(tool, arguments)
     assert result.is_error
     assert _text(result) == says
+
+
+async def test_forget_takes_the_id_prefix_the_cli_shows_and_never_another_users() -> None:
+    store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
+    memory = LongTermMemory(store, min_importance=0.0)
+    [bobs] = await memory.aupsert("bob", [MemoryCandidate(content="Bob drinks black coffee", category="fact")])
+    async with Client(build_server(memory, "alice")) as client:
+        saved = await client.call_tool("remember", {"text": "Alice drinks green tea"})
+        tea = saved.structured_content["memory"]["id"]
+        forgotten = await client.call_tool("forget_memory", {"id": tea[:8]})
+        assert forgotten.structured_content["forgotten"]["id"] == tea
+        other = await client.call_tool("forget_memory", {"id": bobs.memory.id[:8]})
+        assert other.is_error and "no memory has the id" in _text(other)
+        firsts = {tea[0]}
+        for n in itertools.count():  # until two of alice's ids start alike
+            result = await client.call_tool("remember", {"text": f"Alice planted {n} tomatoes"})
+            first = result.structured_content["memory"]["id"][0]
+            if first in firsts:
+                break
+            firsts.add(first)
+        ambiguous = await client.call_tool("forget_memory", {"id": first})
+    assert ambiguous.is_error
+    said = _text(ambiguous)
+    assert f"id prefix {first!r} matches " in said and "give more of it" in said
+    assert not (await memory.aget("bob", bobs.memory.id)).forgotten
