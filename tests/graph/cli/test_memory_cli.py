@@ -628,3 +628,29 @@ def test_output_to_a_pipe_is_not_wrapped(data):
     missing = run_engram("memory", "show", "no-such-id", "--user", "alice")
     assert missing.returncode == 1
     assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+
+def test_show_prints_the_history_older_and_newer_values_with_their_dates(data):
+    vue = add("I prefer Vue for frontends")
+    react = add("I prefer React for frontends")
+    svelte = add("I prefer Svelte for frontends")
+    shown = run_engram("memory", "show", react["id"][:8], "--user", "alice")
+    assert shown.returncode == 0, shown.stderr
+    history = shown.stdout.split("history, oldest first:")[1].strip().splitlines()
+    assert [line.split()[2] for line in history] == [m["id"][:8] for m in (vue, react, svelte)]
+    assert history[0].endswith(
+        f"superseded {react['created_at'][:10]} {react['created_at'][11:16]} by "
+        f"{react['id'][:8]}: I prefer Vue for frontends"
+    )
+    assert history[0].startswith(f"{vue['created_at'][:10]} {vue['created_at'][11:16]} ")
+    assert history[1].endswith("I prefer React for frontends  (this memory)")
+    assert f"{svelte['id'][:8]} current: I prefer Svelte for frontends" in history[2]
+
+    as_json = cli("show", svelte["id"], "--user", "alice", "--json")
+    assert [(v["id"], v["state"]) for v in as_json["history"]] == [
+        (vue["id"], "superseded"),
+        (react["id"], "superseded"),
+        (svelte["id"], "current"),
+    ]
+    alone = run_engram("memory", "show", add("Alice has a cat named Miso")["id"], "--user", "alice")
+    assert "history" not in alone.stdout
