@@ -397,20 +397,24 @@ def given_user(user: str | None) -> str | None:
     """The user `--user` (or `$ENGRAM_USER`) names, None when neither is given.
 
     Raises:
-        CliError: The id given is empty or only whitespace (exit 2): it never stands for the
-            default user.
+        CliError: The id given is not a user id (exit 2, `user_id_problem`): empty or only
+            whitespace (it never stands for the default user), or with whitespace at its start
+            or end (never stripped: "alice " is not taken for "alice").
     """
+    from engram.stores.namespaces import user_id_problem
+
     if user is None and os.environ.get(USER_ENV) == "":  # click reads it as unset
         user = ""
-    if user is None or user.strip():
+    if user is None or (problem := user_id_problem(user)) is None:
         return user
-    what = "is empty" if not user else "is only whitespace"
-    raise CliError(
-        f"--user (or ${USER_ENV}) {user!r} {what}: pass the id of the user whose memories you "
-        f"mean (--user alice, or {USER_ENV}=alice), or leave out both for the default user "
-        f"{DEFAULT_USER!r}",
-        code=2,
-    )
+    if user.strip():
+        fix = f"pass it without that whitespace (--user {shown(shlex.quote(user.strip()))})"
+    else:
+        fix = (
+            f"pass the id of the user whose memories you mean (--user alice, or "
+            f"{USER_ENV}=alice), or leave out both for the default user {DEFAULT_USER!r}"
+        )
+    raise CliError(f"--user (or ${USER_ENV}) {user!r} {problem}: {fix}", code=2)
 
 
 def user_or_default(user: str | None) -> str:
