@@ -125,13 +125,15 @@ class MemoryApi:
             and text in m.content.casefold()
         ]
         shown.sort(key=lambda m: parse_time(m.updated_at), reverse=True)
+        page = shown[offset : offset + limit]
+        compressed = await arun_steps(await self.source.get(), _compressed_steps(user, page))
         return json_answer(
             {
                 "user": user,
                 "total": len(shown),
                 "limit": limit,
                 "offset": offset,
-                "memories": [memory_json(m) for m in shown[offset : offset + limit]],
+                "memories": [memory_json(m, compressed) for m in page],
                 "unreadable": unreadable,
             }
         )
@@ -151,6 +153,9 @@ class MemoryApi:
             touch=False,
         )
         kept = [s for s in found if _in_state(s.memory, body.state)][: body.limit]
+        compressed = await arun_steps(
+            await self.source.get(), _compressed_steps(user, [s.memory for s in kept])
+        )
         return json_answer(
             {
                 "user": user,
@@ -160,7 +165,7 @@ class MemoryApi:
                         "relevance": s.relevance,
                         "similarity": s.similarity,
                         "recency": s.recency,
-                        "memory": memory_json(s.memory),
+                        "memory": memory_json(s.memory, compressed),
                     }
                     for s in kept
                 ],
@@ -297,10 +302,30 @@ class MemoryApi:
         return LongTermMemory(await self.source.get(), min_importance=0.0)
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
-    """A memory as the API shows it: its stored fields and its `state` (current, forgotten or
-    superseded)."""
-    return {**memory.to_value(), "state": status_of(memory)}
+def memory_json(memory: Memory, compressed: Collection[str] | None = None) -> dict[str, Any]:
+    """A memory as the API shows it: its stored fields, its `state` (current, forgotten or
+    superseded) and, in lists and searches, `compressed_into`: for a memory among `compressed`
+    (superseded by maintenance's compression, which restore undoes), the memory it was
+    compressed into, else null (a memory replaced by a newer value is not restored: restating
+    it makes it current again)."""
+    shown = {**memory.to_value(), "state": status_of(memory)}
+    if compressed is not None:
+        shown["compressed_into"] = memory.superseded_by if memory.id in compressed else None
+    return shown
+
+
+def _compressed_steps(user_id: str, memories: list[Memory]) -> Steps[set[str]]:
+    """The ids of `memories` superseded by a compression (their maintenance journal says so),
+    which `restore` brings back; one `GetOp` per superseded memory, none for the others."""
+    superseded = [m for m in memories if status_of(m) == "superseded" and m.superseded_by]
+    if not superseded:
+        return set()
+    entries = yield [GetOp(journal_namespace(user_id), m.id) for m in superseded]
+    return {
+        memory.id
+        for memory, entry in zip(superseded, entries, strict=True)
+        if entry is not None and entry.value.get("compressed_into") == memory.superseded_by
+    }
 
 
 def _in_state(memory: Memory, which: State) -> bool:
