@@ -28,6 +28,7 @@ from engram.evals.report import (
     write_report,
 )
 from engram.evals.report.console import report_tables, turn_progress
+from engram.stores.text import counted
 
 if TYPE_CHECKING:
     from engram.evals.dialogs.runner import DialogRun
@@ -66,7 +67,7 @@ def run_mode(mode: str, runs: Sequence[DialogRun], fallbacks: int) -> str:
         return mode
     if not sum(run.memory_answers for run in runs):
         return f"{mode} (every memory-model call failed: the offline built-ins did the work)"
-    return f"{mode} ({fallbacks} memory-model calls fell back to the offline built-ins)"
+    return f"{mode} ({counted(fallbacks, 'memory-model call')} fell back to the offline built-ins)"
 
 
 def default_jobs() -> int:
@@ -160,7 +161,8 @@ def suite_command(
     )
     turns = sum(d.user_turns for d in dialogs)
     console.print(
-        f"engram eval: {len(dialogs)} dialogs, {turns} user turns from {path}; "
+        f"engram eval: {counted(len(dialogs), 'dialog')}, {counted(turns, 'user turn')} from "
+        f"{path}; "
         f"mode: {models.mode}, extraction: {chosen}; {jobs} at a time"
     )
     began = time.perf_counter()

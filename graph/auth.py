@@ -53,6 +53,7 @@ from engram.stores.namespaces import (
     JOBS_NAMESPACE,
     JOURNAL_NAMESPACE,
     THREAD_NAMESPACE,
+    user_id_problem,
     user_label,
 )
 from engram.stores.steps import arun_steps
@@ -160,5 +161,12 @@ def _identity(ctx: Auth.types.AuthContext) -> str:
     if not isinstance(identity, str) or not identity.strip():
         raise Auth.exceptions.HTTPException(
             status_code=401, detail="sign in: this deployment serves signed-in users only"
+        )
+    if (problem := user_id_problem(identity)) is not None:
+        raise Auth.exceptions.HTTPException(
+            status_code=403,
+            detail=f"the authenticated identity {identity!r} {problem}, which is not a user id "
+            "(never stripped, so that it is not taken for another user's): have the auth "
+            "handler return the id without it",
         )
     return identity

@@ -15,10 +15,11 @@ alike:
   what `respond` would send, and the record (`built_context`) goes into the agent's state.
   The tool loop's later calls reuse that record, as `respond` does, unless a compaction
   removed messages in between (then the context is built again, without counting a turn);
-- `wrap_tool_call` / `awrap_tool_call` (with `offload=True`): a tool result longer than
+- `wrap_tool_call` / `awrap_tool_call` (unless `offload=False`): a tool result longer than
   `Context.offload_threshold_tokens` is kept aside and the model sees a pointer
-  (`engram.nodes.offload`); the middleware then also gives the agent the tools that read it
-  back (`read_tool_result`, `search_tool_result`: `engram.graph.offload`);
+  (`engram.nodes.offload`); the model is then also given the tools that read it back
+  (`read_tool_result`, `search_tool_result`: `engram.graph.offload`) when the agent has tools
+  of its own, as the graph does (or always, with `offload=True`);
 - `after_agent`: `consolidate` (extraction every few turns, on eviction and at session end;
   recall statistics; the thread registry), with its `memory.*` events. With a memory model
   (or `Context.memory_work="background"`) the extraction is a journaled background job
@@ -118,8 +119,11 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             build counts with the request's own model).
         summarizer: Replaces the summarizer `memory_model` would give.
         offload: Keep tool results longer than `Context.offload_threshold_tokens` out of the
-            model's context, behind a pointer, and give the agent `read_tool_result` and
-            `search_tool_result` (its model must accept tools).
+            model's context, behind a pointer, and give the model `read_tool_result` and
+            `search_tool_result` to read them back. None (the default): when the agent has
+            tools of its own, as the graph does with `tools=`; a model call without other
+            tools gets neither (no result to read, and a model that takes no tools works).
+            True: the two tools on every call (the model must accept tools). False: never.
 
     Example:
         >>> from langchain.agents import create_agent
@@ -141,18 +145,20 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         context: Context | None = None,
         model_name: str | None = None,
         summarizer: Summarizer | None = None,
-        offload: bool = False,
+        offload: bool | None = None,
     ) -> None:
         super().__init__()
         self.defaults = context if context is not None else Context()
-        self.tools = offload_tools(defaults=self.defaults) if offload else []
+        self.tools = offload_tools(defaults=self.defaults) if offload is not False else []
         self.model_name = model_name
         self._offload = (
             offload_wrappers(Offloader(memory_model, model_name=model_name), self.defaults)
-            if offload
+            if offload is not False
             else None
         )
-        """The (sync, async) tool-call wrappers that offload, with `offload=True`."""
+        """The (sync, async) tool-call wrappers that offload, unless `offload=False`."""
+        self._reading_tools_alone = offload is True
+        """Whether a model call with no other tools still gets the two reading tools."""
         # compaction decides what the model sees: always before the model call (inline)
         self._work = MemoryWork(memory_model=memory_model is not None, kinds=("consolidate",))
         self._compact = make_compact(
@@ -283,6 +289,15 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             return None
         return await self._compact(state, runtime)
 
+    def _tools_for(self, request: ModelRequest) -> list[Any]:
+        """The request's tools, without the two that read offloaded results when it has no
+        other (unless `offload=True`): only another tool's result is ever offloaded."""
+        if self._reading_tools_alone or not self.tools:
+            return list(request.tools)
+        reading = {tool.name for tool in self.tools}
+        others = [t for t in request.tools if isinstance(t, dict) or t.name not in reading]
+        return list(request.tools) if others else []
+
     async def _prepare(self, request: ModelRequest, runtime: Runtime[Context]) -> _Prepared:
         instructions = (
             request.system_message.text
@@ -322,7 +337,9 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             update = merge_updates(update, {"failures": journal_failures})
         system, *chosen = model_input(state, instructions)  # type: ignore[arg-type]
         return _Prepared(
-            request.override(system_message=_as_system(system), messages=chosen),
+            request.override(
+                system_message=_as_system(system), messages=chosen, tools=self._tools_for(request)
+            ),
             update,
             state["built_context"]["memory_ids"],
         )

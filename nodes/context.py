@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from engram.nodes.prompts import DEFAULT_SYSTEM_PROMPT
+from engram.stores.namespaces import user_id_problem
 from engram.stores.text import valid_unicode
 
 
@@ -167,11 +168,15 @@ user (`engram.graph.run_context`)."""
 
 
 def _user_id(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip():
+    problem = user_id_problem(value)
+    if problem is None:
         if valid_unicode(value) != value:
             return "valid Unicode (this one holds a lone surrogate, which no store can keep)"
         return None
-    return "a string with more than whitespace in it (any text naming the user works, e.g. an e-mail address)"
+    return (
+        "a string with more than whitespace in it and no whitespace at its start or end (any "
+        f"text naming the user works, e.g. an e-mail address); this one {problem}"
+    )
 
 
 def _integer(minimum: int, meaning: str = "", *, optional: str = "") -> Callable[[Any], str | None]:

@@ -5,7 +5,9 @@ Every namespace is `(<kind>, <label>)`, where `<label>` is `user_label(user_id)`
 data is found, counted and deleted by its second label (`engram.stores.memory.users`).
 
 Any non-empty string is a user id (e-mail addresses, `*`, `/`, spaces, CJK, control
-characters, ...; not one made only of whitespace). Four characters cannot appear in a label as
+characters, ...), except one made only of whitespace or starting or ending with whitespace
+(`user_id_problem`): `"alice "` would be another user than `"alice"`, by accident, and
+stripping it would make two ids one user, so it is refused. Four characters cannot appear in a label as
 they are: `.` and NUL (LangGraph forbids them in labels), `*` (a wildcard when namespaces are
 listed) and `%` (the escape character itself). `user_label` writes each of them as `%` and its
 two hex digits (`%2E`, `%00`, `%2A`, `%25`), the way URLs do, and leaves every other character
@@ -62,16 +64,38 @@ _UNESCAPE = re.compile("%(25|2E|2A|00)")
 _UNESCAPED = {code[1:]: char for char, code in ESCAPED.items()}
 
 
+def user_id_problem(user_id: object) -> str | None:
+    """What keeps `user_id` from being a user id, said after the id ("is only whitespace"), or
+    None when it is one: any string but an empty one, one made only of whitespace, or one
+    starting or ending with whitespace. Every way a user id comes in (the CLI's `--user`, the
+    `X-Engram-User` header, `Context.user_id`, the store) asks this one function.
+
+    Example:
+        >>> user_id_problem("alice"), user_id_problem("a b"), user_id_problem("alice ")
+        (None, None, 'starts or ends with whitespace')
+    """
+    if not isinstance(user_id, str):
+        return "is not a string"
+    if not user_id.strip():
+        return "is empty" if not user_id else "is only whitespace"
+    if user_id != user_id.strip():
+        return "starts or ends with whitespace"
+    return None
+
+
 def check_user(user_id: str) -> str:
-    """`user_id` if it can be a user id: any string with a character other than whitespace.
+    """`user_id` if it can be a user id (`user_id_problem`).
 
     Raises:
-        ValueError: It is not a string, or it is empty or only whitespace.
+        ValueError: It is not a string, is empty or only whitespace, or starts or ends with
+            whitespace.
     """
-    if not isinstance(user_id, str) or not user_id.strip():
+    problem = user_id_problem(user_id)
+    if problem is not None:
         raise ValueError(
-            f"user_id must be a non-empty string (any characters, not only whitespace), got "
-            f"{user_id!r}: pass the id your app knows the person by, such as an e-mail address"
+            f"user_id must be a non-empty string without whitespace at its start or end (any "
+            f"other characters), got {user_id!r}, which {problem}: pass the id your app knows "
+            "the person by, such as an e-mail address"
         )
     return user_id
 
@@ -102,6 +126,8 @@ def user_of_label(label: str) -> str | None:
     if not label or "*" in label or "." in label:
         return None
     user_id = _UNESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], label)
+    if user_id_problem(user_id) is not None:  # written before such ids were refused
+        return None
     return user_id if user_label(user_id) == label else None
 
 

@@ -1,4 +1,4 @@
-"""Text as valid Unicode wherever it enters engram.
+"""Text as valid Unicode wherever it enters engram, and counts in words (`counted`).
 
 A Python `str` can hold lone surrogates (U+D800-U+DFFF without their pair): from a JavaScript
 string cut in the middle of an emoji, from JSON's `"\\ud800"`, or from Python's own
@@ -25,3 +25,13 @@ def valid_unicode(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """`count` and a noun in the number it takes (`plural` defaults to `singular` + "s").
+
+    Example:
+        >>> counted(1, "memory", "memories"), counted(2, "memory", "memories"), counted(0, "thread")
+        ('1 memory', '2 memories', '0 threads')
+    """
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"

@@ -39,6 +39,29 @@ def files_holding(folder: Path, word: str) -> list[str]:
     )
 
 
+def run_engram(
+    *args: str,
+    cwd: Path | None = None,
+    input: str | None = None,
+    env: dict[str, str | None] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Run `engram ARGS` as the console script runs it, in a process of its own whose stdout
+    and stderr are pipes (not a terminal), with this process's environment changed by `env`
+    (None: unset) and no `$COLUMNS`."""
+    changed = {**os.environ, "COLUMNS": None, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-c", "from engram.graph.cli import main; main()", *args],
+        cwd=cwd,
+        env={name: value for name, value in changed.items() if value is not None},
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:

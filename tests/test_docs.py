@@ -70,8 +70,33 @@ def test_the_block_runs_as_written(name, n, code, openai_compatible, tmp_path) -
     assert (tmp_path / ".engram" / "chroma").is_dir()  # it used the embedded default folder
 
 
+MCP_BLOCKS = python_blocks("docs/mcp.md")
+
+
+@pytest.mark.parametrize(
+    "code", MCP_BLOCKS, ids=[f"docs/mcp.md-{n}" for n in range(len(MCP_BLOCKS))]
+)
+def test_the_mcp_client_example_runs_as_written(code: str, tmp_path: Path) -> None:
+    """The SDK's client starts `engram` from PATH with its own idea of the environment: the
+    block runs with the `engram` of this Python first on PATH, and the environment a reader
+    has (no engram variables but the embedding model's folder)."""
+    script = tmp_path / "block.py"
+    script.write_text(code, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env["ENGRAM_EMBEDDING_MODEL_DIR"] = os.environ["ENGRAM_EMBEDDING_MODEL_DIR"]
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == "created\nAlice prefers dark mode\n", done.stderr[-3000:]
+    assert (tmp_path / ".engram" / "chroma").is_dir()  # the server's default folder, here
+
+
 def test_every_page_to_run_has_python_blocks() -> None:
     assert {name for name, _, _ in BLOCKS} == set(RUN_AS_WRITTEN)
+    assert MCP_BLOCKS
 
 
 def test_the_docs_build_strictly(tmp_path) -> None:
@@ -127,3 +152,12 @@ def test_no_file_cites_a_document_the_repository_does_not_ship() -> None:
 
 def test_the_readme_is_a_few_screens() -> None:
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+
+
+def test_the_home_page_links_every_page_of_the_site() -> None:
+    mkdocs = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = mkdocs.split("\nnav:\n")[1].split("\n\n")[0]
+    pages = set(re.findall(r":\s*(\S+\.md)$", nav, re.MULTILINE)) - {"index.md"}
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    linked = set(re.findall(r"\]\(([^)#]+\.md)", home))
+    assert pages - linked == set(), "docs/index.md leaves out these pages"

@@ -20,7 +20,7 @@ tools, and a `final_answer` tool that ends the run; what it calls after the resu
 which arguments, is the model's choice. Both arms run the same tasks:
 
 - **offload**: `EngramMiddleware(offload=True)` with the default threshold (2000 tokens);
-- **no offload**: `EngramMiddleware()`; the call after a result is sent whole (the tool loop
+- **no offload**: `EngramMiddleware(offload=False)`; the call after a result is sent whole (the tool loop
   reuses the turn's context build), so a result that cannot fit the model's window (8192
   tokens) is refused by the server ("refused"), after its tokens were counted.
 

@@ -37,6 +37,7 @@ from engram.evals.qa.protocol import LOCOMO, LONGMEMEVAL
 from engram.evals.qa.report import qa_report
 from engram.evals.qa.run import Progress, QASettings, arun_qa, steps_total
 from engram.evals.report.console import turn_progress
+from engram.stores.text import counted
 
 Benchmark = Literal["locomo", "longmemeval"]
 
@@ -92,8 +93,8 @@ def qa_command(options: QAOptions, console: Console) -> int:
     )
     count = sum(len(h.questions) for h in histories)
     console.print(
-        f"engram eval {options.benchmark} (answer accuracy): {count} questions over "
-        f"{len(histories)} {'history' if len(histories) == 1 else 'histories'} of "
+        f"engram eval {options.benchmark} (answer accuracy): {counted(count, 'question')} over "
+        f"{counted(len(histories), 'history', 'histories')} of "
         f"{options.data}, {len(excluded.ids)} excluded; "
         f"systems {', '.join(systems)}; answer {settings.model_spec}, judge "
         f"{settings.judge_spec}, memory {options.memory_model or 'offline'}; {jobs} at a time"
@@ -108,7 +109,9 @@ def qa_command(options: QAOptions, console: Console) -> int:
     extra = {"conversations": [h.id for h in histories]} if options.benchmark == "locomo" else {}
     report = qa_report(run, settings, data=str(options.data), excluded=excluded, **extra)
     if run.failures:
-        console.print(f"{len(run.failures)} model calls failed: rerun the same command to retry")
+        console.print(
+            f"{counted(len(run.failures), 'model call')} failed: rerun the same command to retry"
+        )
     return finish(report, options.out, False, console)
 
 

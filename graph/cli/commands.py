@@ -7,6 +7,9 @@ define functions.
 
 from __future__ import annotations
 
+from importlib import metadata
+from typing import Annotated
+
 import typer
 
 from engram.graph.cli.eval import app as eval_app
@@ -55,6 +58,37 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,  # plain help: no type noise, and 0.2 s less than rich's
 )
+
+
+def installed_version() -> str:
+    """The version of the installed engram distribution."""
+    try:
+        return metadata.version("engram")
+    except metadata.PackageNotFoundError:
+        return "unknown (engram is not installed: pip install -e .)"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(f"engram {installed_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print engram's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """engram: a memory layer for LangGraph agents."""
+
+
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
 app.command("mcp", cls=PlainCommand)(mcp)

@@ -16,6 +16,9 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from engram.graph.cli.help import PlainCommand
+from engram.graph.cli.output import CommandConsole
+
 app = typer.Typer(
     help="Run eval suites against the memory graph.",
     invoke_without_command=True,
@@ -24,8 +27,16 @@ app = typer.Typer(
 )
 
 DEFAULT_OUT = Path("eval-out")
-"""Where the reports go without `--out`."""
+"""Where `engram eval`'s reports go without `--out`."""
+LOCOMO_OUT = DEFAULT_OUT / "locomo"
+"""Where `engram eval locomo`'s go: a folder of its own, so it never overwrites the suite's."""
+LONGMEMEVAL_OUT = DEFAULT_OUT / "longmemeval"
+"""Where `engram eval longmemeval`'s go."""
 _OUT_HELP = "Folder for report.json and report.html (created if needed)."
+_QA_OUT_HELP = (
+    "Folder for report.json and report.html, and with --mode qa the journal and the stores "
+    "(created if needed)."
+)
 _STRICT_HELP = "Exit with code 1 when a target is missed (default: report it, exit 0)."
 _QA_MODEL_HELP = (
     "the model that answers each question: provider:model (e.g. openai:gpt-4o-mini), an "
@@ -116,7 +127,7 @@ def suites(
     )
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def locomo(
     data: Annotated[
         Path,
@@ -161,7 +172,7 @@ def locomo(
     ] = None,
     limit: Annotated[int | None, typer.Option(metavar="N", help=_qa_mode(_QA_LIMIT_HELP))] = None,
     jobs: Annotated[int | None, typer.Option(metavar="N", help=_qa_mode(_QA_JOBS_HELP))] = None,
-    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
+    out: Annotated[Path, typer.Option(metavar="DIR", help=_QA_OUT_HELP)] = LOCOMO_OUT,
     strict: Annotated[bool, typer.Option(help=_STRICT_HELP)] = False,
 ) -> None:
     """LoCoMo: retrieval (any@k / all@k / frac@k of the evidence turns) or, with --mode qa,
@@ -206,7 +217,7 @@ def locomo(
     )
 
 
-@app.command()
+@app.command(cls=PlainCommand)
 def longmemeval(
     data: Annotated[
         Path,
@@ -239,7 +250,13 @@ def longmemeval(
     ] = None,
     limit: Annotated[int | None, typer.Option(metavar="N", help=_sentence(_QA_LIMIT_HELP))] = None,
     jobs: Annotated[int | None, typer.Option(metavar="N", help=_sentence(_QA_JOBS_HELP))] = None,
-    out: Annotated[Path, typer.Option(metavar="DIR", help=_OUT_HELP)] = DEFAULT_OUT,
+    out: Annotated[
+        Path,
+        typer.Option(
+            metavar="DIR",
+            help="Folder for the reports, the journal and the stores (created if needed).",
+        ),
+    ] = LONGMEMEVAL_OUT,
 ) -> None:
     """LongMemEval answer accuracy: each question's sessions go through engram, then --model
     answers from what it recalls and --judge grades it (LongMemEval's judge prompts)."""
@@ -260,7 +277,7 @@ def _run(command: Callable[[Console], int]) -> None:
 
     from engram.evals.commands import EvalSetupError
 
-    console = Console()
+    console = CommandConsole()
     logging.basicConfig(
         level=logging.WARNING,
         format="%(message)s",
@@ -269,7 +286,7 @@ def _run(command: Callable[[Console], int]) -> None:
     try:
         code = command(console)
     except EvalSetupError as exc:
-        Console(stderr=True).print(Text("error: ", style="bold red") + Text(str(exc)))
+        CommandConsole(stderr=True).print(Text("error: ", style="bold red") + Text(str(exc)))
         raise typer.Exit(2) from exc
     raise typer.Exit(code)
 

@@ -2,7 +2,8 @@
 
 Typer writes an argument as `ID <str>` in the help and `{ID}` in the usage line, whatever its
 metavar. `PlainCommand` writes it by its metavar (or its name in capitals) alone, and `[ID]` when
-it is optional; options name their values with explicit metavars where they are declared.
+it is optional; options name their values with explicit metavars where they are declared. A
+group lists it with the whole first paragraph of its help, where click would cut it with "...".
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ class PlainCommand(TyperCommand):
             if param.param_type_name == "argument":
                 pieces.append(_name(param) if param.required else f"[{_name(param)}]")
         return pieces
+
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The first paragraph of the help, whole (click cuts it at `limit` characters)."""
+        if self.short_help:
+            return self.short_help
+        return " ".join((self.help or "").split("\n\n")[0].split())
 
     def format_options(self, ctx: Any, formatter: Any) -> None:
         arguments, options = [], []

@@ -14,7 +14,9 @@ memory.md renderer).
 | `POST /api/memories/{id}/restore` | undo forgetting and maintenance |
 
 Every request acts for one user (`engram.graph.http.users`); another user's memory id answers
-404, as an id that does not exist does.
+404, as an id that does not exist does. `{id}` is a memory's id or, as the CLI takes them, a
+prefix of it that starts no other memory's id of the user (the page shows 8 characters); a
+prefix that several start with answers 400.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from engram.graph.http.users import (
     trusted_origins_by_default,
 )
 from engram.nodes.extract.statement import statement_candidate
+from engram.stores.memory.ids import AmbiguousIdError, memory_by_id_steps
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.manage.journal import JournalEntry
 from engram.stores.memory.markdown.format import render_markdown, status_of
@@ -122,13 +125,15 @@ class MemoryApi:
             and text in m.content.casefold()
         ]
         shown.sort(key=lambda m: parse_time(m.updated_at), reverse=True)
+        page = shown[offset : offset + limit]
+        compressed = await arun_steps(await self.source.get(), _compressed_steps(user, page))
         return json_answer(
             {
                 "user": user,
                 "total": len(shown),
                 "limit": limit,
                 "offset": offset,
-                "memories": [memory_json(m) for m in shown[offset : offset + limit]],
+                "memories": [memory_json(m, compressed) for m in page],
                 "unreadable": unreadable,
             }
         )
@@ -148,6 +153,9 @@ class MemoryApi:
             touch=False,
         )
         kept = [s for s in found if _in_state(s.memory, body.state)][: body.limit]
+        compressed = await arun_steps(
+            await self.source.get(), _compressed_steps(user, [s.memory for s in kept])
+        )
         return json_answer(
             {
                 "user": user,
@@ -157,7 +165,7 @@ class MemoryApi:
                         "relevance": s.relevance,
                         "similarity": s.similarity,
                         "recency": s.recency,
-                        "memory": memory_json(s.memory),
+                        "memory": memory_json(s.memory, compressed),
                     }
                     for s in kept
                 ],
@@ -196,7 +204,7 @@ class MemoryApi:
     async def get(self, request: Request) -> Response:
         """One memory, in any state, with `maintenance`: what maintenance did to it (or null)."""
         user = self.user(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = await self.memory_id(request, user)
         found = await arun_steps(await self.source.get(), _memory_and_journal(user, memory_id))
         if found is None:
             raise _not_found(memory_id)
@@ -209,7 +217,7 @@ class MemoryApi:
         """Forget a memory (restorable), or with `permanent=true` delete it for good: gone from
         every file of the data folder, as `engram memory delete` does."""
         user = self.user(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = await self.memory_id(request, user)
         memory = await self.memory()
         if flag(request.query_params, "permanent"):
             if not await memory.adelete(user, memory_id):
@@ -224,7 +232,7 @@ class MemoryApi:
         """Undo forgetting and what maintenance did to a memory; `changed` is false, with a
         `reason`, when there was nothing to undo."""
         user = self.user(request)
-        memory_id = request.path_params["memory_id"]
+        memory_id = await self.memory_id(request, user)
         result = await (await self.memory()).arestore(user, memory_id)
         if result is None:
             raise _not_found(memory_id)
@@ -239,10 +247,13 @@ class MemoryApi:
         )
 
     async def stats(self, request: Request) -> Response:
-        """Counts of the user's memories per state and category, and of what else is stored."""
+        """Counts of the user's memories per state and category, and of what else is stored;
+        the user is `user`, as in every other answer."""
         user = self.user(request)
         found = await arun_steps(await self.source.get(), stats_steps(user))
-        return json_answer(found.to_dict())
+        counts = found.to_dict()
+        del counts["user_id"]
+        return json_answer({"user": user, **counts})
 
     async def export(self, request: Request) -> Response:
         """The user's memories as memory.md (`forgotten=true`, `superseded=true` add those
@@ -269,16 +280,52 @@ class MemoryApi:
         allowed = header_allowed_by_default() if self.user_header is None else self.user_header
         return request_user(request, header_allowed=allowed, trusted_origins=self.trusted_origins)
 
+    async def memory_id(self, request: Request, user: str) -> str:
+        """The whole id of the user's memory that the path names by its id or a prefix of it.
+
+        Raises:
+            ApiError: No memory of the user's has that id or prefix (404), or several have
+                the prefix (400).
+        """
+        given = request.path_params["memory_id"]
+        try:
+            found = await arun_steps(await self.source.get(), memory_by_id_steps(user, given))
+        except AmbiguousIdError as exc:
+            raise ApiError(400, str(exc)) from None
+        if found is None:
+            raise _not_found(given)
+        return found.id
+
     async def memory(self) -> LongTermMemory:
         """The user's memories in the app's store, written as a person asks."""
         # importance is the person's call: nothing they add is dropped as unimportant
         return LongTermMemory(await self.source.get(), min_importance=0.0)
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
-    """A memory as the API shows it: its stored fields and its `state` (current, forgotten or
-    superseded)."""
-    return {**memory.to_value(), "state": status_of(memory)}
+def memory_json(memory: Memory, compressed: Collection[str] | None = None) -> dict[str, Any]:
+    """A memory as the API shows it: its stored fields, its `state` (current, forgotten or
+    superseded) and, in lists and searches, `compressed_into`: for a memory among `compressed`
+    (superseded by maintenance's compression, which restore undoes), the memory it was
+    compressed into, else null (a memory replaced by a newer value is not restored: restating
+    it makes it current again)."""
+    shown = {**memory.to_value(), "state": status_of(memory)}
+    if compressed is not None:
+        shown["compressed_into"] = memory.superseded_by if memory.id in compressed else None
+    return shown
+
+
+def _compressed_steps(user_id: str, memories: list[Memory]) -> Steps[set[str]]:
+    """The ids of `memories` superseded by a compression (their maintenance journal says so),
+    which `restore` brings back; one `GetOp` per superseded memory, none for the others."""
+    superseded = [m for m in memories if status_of(m) == "superseded" and m.superseded_by]
+    if not superseded:
+        return set()
+    entries = yield [GetOp(journal_namespace(user_id), m.id) for m in superseded]
+    return {
+        memory.id
+        for memory, entry in zip(superseded, entries, strict=True)
+        if entry is not None and entry.value.get("compressed_into") == memory.superseded_by
+    }
 
 
 def _in_state(memory: Memory, which: State) -> bool:

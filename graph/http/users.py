@@ -12,8 +12,10 @@ development only, the user the `X-Engram-User` header names.
    must.
 3. Otherwise the request is refused (401) with what to set.
 
-Any non-empty string is a user id (`engram.stores.namespaces`); an id made only of whitespace is
-refused (400).
+Any non-empty string is a user id (`engram.stores.namespaces`); an id made only of whitespace, or
+with whitespace at its start or end, is refused (400), never stripped: "alice " is not taken for
+"alice". An authenticated identity like that is refused too (403): the auth handler decides
+what the id is.
 
 A request that changes memories (any method but GET, HEAD and OPTIONS) must carry what a form on
 another site cannot send: `Content-Type: application/json`, the `X-Engram-User` header or a
@@ -35,6 +37,7 @@ from urllib.parse import unquote, urlsplit
 from starlette.requests import Request
 
 from engram.graph.http.errors import ApiError
+from engram.stores.namespaces import user_id_problem
 
 USER_HEADER = "X-Engram-User"
 """The header naming the user in local development."""
@@ -81,6 +84,13 @@ def request_user(
     named = _header_user(request)
     authenticated = _authenticated_identity(request)
     if authenticated is not None:
+        if (problem := user_id_problem(authenticated)) is not None:
+            raise ApiError(
+                403,
+                f"the authenticated identity {authenticated!r} {problem}, which is not a user id "
+                "(never stripped, so that it is not taken for another user's): have the auth "
+                "handler return the id without it",
+            )
         if named is not None and named != authenticated:
             raise ApiError(
                 403,
@@ -152,12 +162,13 @@ def _header_user(request: Request) -> str | None:
         raise ApiError(
             400, f"{USER_HEADER} is not UTF-8: percent-encode the user id as UTF-8"
         ) from None
-    if not user_id.strip():
-        raise ApiError(
-            400,
-            f"{USER_HEADER} is empty or only whitespace: send the id of the user whose memories "
-            "you mean",
+    if (problem := user_id_problem(user_id)) is not None:
+        fix = (
+            "send it without that whitespace"
+            if user_id.strip()
+            else "send the id of the user whose memories you mean"
         )
+        raise ApiError(400, f"{USER_HEADER} {user_id!r} {problem}: {fix}")
     if len(user_id) > MAX_USER_CHARS:
         raise ApiError(400, f"{USER_HEADER} is longer than {MAX_USER_CHARS} characters")
     return user_id

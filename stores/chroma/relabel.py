@@ -36,6 +36,7 @@ from engram.stores.namespaces import (
     EPISODE_NAMESPACE,
     MEMORY_NAMESPACE,
     USER_ROOTS,
+    user_id_problem,
     user_label,
     user_of_label,
 )
@@ -95,6 +96,8 @@ def labels_current(collection: Collection) -> bool:
 
 
 def _moves(label: str, as_typed: bool) -> bool:
+    if user_id_problem(label) is not None:  # no id today: stays where it is
+        return False
     if as_typed:
         return user_label(label) != label
     return user_of_label(label) is None

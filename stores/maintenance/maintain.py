@@ -88,6 +88,7 @@ from engram.stores.namespaces import (
     memory_namespace,
 )
 from engram.stores.steps import Steps, arun_steps, run_steps
+from engram.stores.text import counted
 
 # -- the formula --------------------------------------------------------------------------------
 
@@ -244,7 +245,8 @@ class MaintenanceRun:
             sources.update({i: new.id for i in ids})
         if not created:
             raise CompressionError(
-                f"the model's answer for {len(group)} {category} memories named none of them as "
+                f"the model's answer for {counted(len(group), 'memory', 'memories')} of "
+                f"category {category} named none of them as "
                 "a source: nothing was compressed"
             )
         for memory_id, new_id in sources.items():
@@ -387,8 +389,8 @@ def compression_groups(
         return []
     if compressor is None:
         run.report.compression = (
-            f"skipped: no memory model configured ({eligible} memories in {len(run.groups)} "
-            "groups were eligible)"
+            f"skipped: no memory model configured ({counted(eligible, 'memory', 'memories')} "
+            f"in {counted(len(run.groups), 'group')} eligible)"
         )
         return []
     if run.report.dry_run:
@@ -499,4 +501,6 @@ def _recording_failure(run: MaintenanceRun, category: str, group: list[Memory]) 
     try:
         yield
     except CompressionError as exc:
-        run.report.failures.append(f"{category} ({len(group)} memories): {exc}")
+        run.report.failures.append(
+            f"{category} ({counted(len(group), 'memory', 'memories')}): {exc}"
+        )

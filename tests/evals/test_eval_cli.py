@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run_engram
 from langchain_core.messages import AIMessage, HumanMessage
 from test_eval_runner import write_suite
 from typer.testing import CliRunner
 
 from engram.evals.locomo.engine import load_locomo
 from engram.evals.locomo.graph import arun_graph, session_steps
+from engram.evals.report.figures import METRIC_DEFINITIONS
 from engram.graph.cli import app
 from engram.stores.embeddings import LocalEmbeddings
 
@@ -48,6 +50,7 @@ def test_eval_suite_writes_reports_and_strict_sets_the_exit_code(tmp_path):
 
     again = invoke("--suite", str(suite / "t-editor.yaml"), "--out", str(out))
     assert again.exit_code == 0, again.output  # targets missed, but not --strict
+    assert again.output.startswith("engram eval: 1 dialog, 3 user turns from ")
     assert json.loads((out / "report.json").read_text())["dialogs_count"] == 1
 
 
@@ -184,3 +187,28 @@ async def test_locomo_graph_mode_on_two_sessions(tmp_path):
     assert metrics["any_at_5"] >= metrics["any_at_1"]
     assert metrics["any_at_5"] > 0  # the recall path found some evidence turns
     assert result["questions"]["total"] == len(questions)
+
+
+def test_eval_output_to_a_pipe_is_not_wrapped(tmp_path):
+    suite = write_suite(tmp_path / "suite")
+    done = run_engram("eval", "--suite", str(suite), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("engram eval: 2 dialogs") and "mode: offline, extraction:" in first
+    definition = METRIC_DEFINITIONS["extraction_precision"]
+    assert any(definition in line for line in done.stdout.splitlines())
+
+
+@needs_dev
+def test_locomo_writes_its_reports_beside_the_suites_never_over_them(tmp_path):
+    suite = run_engram("eval", "--suite", str(write_suite(tmp_path / "suite")), cwd=tmp_path)
+    assert suite.returncode == 0, suite.stderr
+    written = (tmp_path / "eval-out" / "report.json").read_text(encoding="utf-8")
+
+    locomo = run_engram("eval", "locomo", "--data", str(DEV), "--conversations", "conv-26",
+                        cwd=tmp_path)
+    assert locomo.returncode == 0, locomo.stderr
+    assert json.loads((tmp_path / "eval-out" / "locomo" / "report.json").read_text())["kind"] == (
+        "locomo"
+    )
+    assert (tmp_path / "eval-out" / "report.json").read_text(encoding="utf-8") == written

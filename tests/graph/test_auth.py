@@ -88,3 +88,10 @@ def test_a_request_without_an_identity_is_refused() -> None:
     with pytest.raises(Auth.exceptions.HTTPException) as refused:
         handle(SimpleUser(""), "threads", "read", {})
     assert refused.value.status_code == 401
+
+
+def test_an_identity_with_whitespace_around_it_is_refused_not_stripped() -> None:
+    with pytest.raises(Auth.exceptions.HTTPException) as refused:
+        handle(SimpleUser("alice "), "store", "search", {"namespace": ("memories", "alice")})
+    assert refused.value.status_code == 403
+    assert "'alice ' starts or ends with whitespace" in refused.value.detail

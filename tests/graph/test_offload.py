@@ -378,3 +378,22 @@ async def test_an_incognito_thread_keeps_the_text_of_its_newest_results_only(
     assert kept == ids[-MAX_RESULTS_IN_THREAD:]
     assert model.calls[-2][-1].content == NOT_FOUND_ANSWER.format(memory_id=ids[0])
     assert f"page {pages - 1}" in model.calls[-1][-1].content
+
+
+@pytest.mark.parametrize("tools", [[fetch_logs], []], ids=["with tools", "without tools"])
+async def test_the_middleware_offloads_by_default_when_the_agent_has_tools_as_the_graph_does(
+    tools: list[Any], store: ChromaStore, saver: ThreadedSqliteSaver
+) -> None:
+    steps = [_call("fetch_logs", {"service": "checkout"}), AIMessage("Ok.")] if tools else []
+    model = BindingModel([*steps, AIMessage("Hello.")])
+    agent = create_agent(model, tools=tools, middleware=[EngramMiddleware()], store=store,
+                         checkpointer=saver, context_schema=Context)
+    graph_model = BindingModel([*steps, AIMessage("Hello.")])
+    graph = compile_graph(graph_model, store=store, checkpointer=saver, tools=tools)
+    for app, used in ((agent, model), (graph, graph_model)):
+        await _turn(app, "async", "Logs?" if tools else "Hi", _config(), Context(user_id="alice"))
+        if tools:
+            assert {"fetch_logs", "read_tool_result", "search_tool_result"} == set(used.bound)
+            assert pointer_of(used.calls[1][-1].content) is not None
+        else:  # no tool of its own: the model gets none, and works without accepting tools
+            assert used.bound == [] and len(used.calls) == 1

@@ -18,8 +18,10 @@ import httpx
 import pytest
 from conftest import TESTS, files_holding, free_port, stop_process_group, wait_for_port
 from playwright.sync_api import Page, expect, sync_playwright
+from test_memory_api import compress_three_old_facts
 
 from engram.graph.http import USER_HEADER
+from engram.nodes.extract.statement import statement_candidate
 from engram.stores.chroma.store import make_store
 from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 from engram.stores.memory.pending import PendingMemories
@@ -71,7 +73,7 @@ SEEDED = [  # (days ago, thread, recalls, text, category, importance)
         "lesson",
         None,
     ),
-    (0.1, "e4a6b8c0-1d2f-4e5a-8b9c-0d1e2f3a4b5c", 0, "Alice's cat is called Miso", "fact", 0.6),
+    (0.1, "alice-morning-standup", 0, "Alice's cat is called Miso", "fact", 0.6),
 ]
 PENDING = ["Alice's sister lives in Porto", "Alice keeps her bike in the office basement"]
 """What extraction found in confirmation mode, waiting for alice's answer."""
@@ -136,6 +138,7 @@ def _govern(page: Page, url: str, folder: Path, asked: list[str]) -> None:
     page.fill("#user", "alice")
     page.press("#user", "Enter")
     expect(rows).to_have_count(len(SEEDED))
+    expect(page.locator("#summary")).to_contain_text(f"alice: {len(SEEDED)} active (")
     waiting = page.locator("#pending-list li")
     expect(waiting).to_have_count(len(PENDING))
     expect(page.locator("#pending")).to_be_visible()
@@ -144,7 +147,11 @@ def _govern(page: Page, url: str, folder: Path, asked: list[str]) -> None:
     expect(rows).to_have_count(len(SEEDED) + 1)
     expect(rows.filter(has_text="Porto").locator(".meta")).to_contain_text("active")
     expect(rows.filter(has_text="dark mode").locator(".meta")).to_contain_text(
-        "updated 6 days ago · recalled 3× · importance 0.90 · thread c0ffee42 · active"
+        "updated 6 days ago · recalled 3× · importance 0.90 · "
+        "thread c0ffee42-9d1b-4c55-a3e0-5b7d2f1e8a90 · active"  # thread ids whole
+    )
+    expect(rows.filter(has_text="Miso").locator(".meta")).to_contain_text(
+        "thread alice-morning-standup · active"
     )
 
     page.fill("#query", "which colour scheme for code?")  # by meaning: no word in common
@@ -200,6 +207,40 @@ def _govern(page: Page, url: str, folder: Path, asked: list[str]) -> None:
     expect(row).to_have_count(0)
     gone = httpx.get(f"{url}/api/memories/{pasted['id']}", headers={USER_HEADER: "alice"})
     assert gone.status_code == 404
+
+
+def test_a_superseded_memory_is_offered_restore_where_restore_brings_it_back(
+    server: str, tmp_path: Path
+) -> None:
+    store = make_store()  # another process writes while the server runs, as the CLI would
+    try:
+        originals = compress_three_old_facts(store, "alice")
+        for text in ("I prefer Vue for frontends", "I prefer React for frontends"):
+            LongTermMemory(store).upsert("alice", [statement_candidate(text)])
+    finally:
+        store.close()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM))
+        try:
+            page = browser.new_page(viewport={"width": 960, "height": 620})
+            page.on("dialog", lambda dialog: dialog.accept())
+            page.goto(f"{server}/memories")
+            page.fill("#user", "alice")
+            page.press("#user", "Enter")
+            page.select_option("#state", "superseded")
+            rows = page.locator("#memories li.memory")
+            expect(rows).to_have_count(len(originals) + 1)
+            restorable = rows.filter(has=page.locator(".restore:visible"))
+            expect(restorable).to_have_count(len(originals))  # compressed: restore undoes it
+            replaced = rows.filter(has_text="Vue")  # by a newer value: say it again
+            expect(replaced.locator(".restore")).to_be_hidden()
+            restorable.filter(has_text="Helm").locator(".restore").click()
+            expect(page.locator("#status")).to_have_text("✓ Restored.")
+            expect(rows).to_have_count(len(originals))
+            page.select_option("#state", "current")
+            expect(page.locator("#memories li.memory", has_text="Helm")).to_have_count(1)
+        finally:
+            browser.close()
 
 
 def _problem(kind: str, text: str) -> bool:

@@ -3,18 +3,24 @@ and the app langgraph.json serves opening engram's default store once and closin
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from api_client import Api, memory_api
 from conftest import files_holding
-from fakes import NGramEmbeddings
+from fakes import NGramEmbeddings, compression_model
 from starlette.testclient import TestClient
 
 from engram.graph.http import USER_HEADER, create_app
+from engram.nodes.model.compress import make_compressor
 from engram.stores.chroma.store import ChromaStore, make_store
-from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.maintenance import maintain
+from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
+from engram.stores.memory.types import utc_now
 
 
 @pytest.fixture
@@ -143,7 +149,8 @@ def test_stats_and_export(api: Api) -> None:
     api.client.delete(f"/api/memories/{acme['id']}")
 
     stats = api.client.get("/api/memories/stats").json()
-    assert (stats["user_id"], stats["active"], stats["forgotten"], stats["by_category"]) == (
+    assert "user_id" not in stats
+    assert (stats["user"], stats["active"], stats["forgotten"], stats["by_category"]) == (
         "alice",
         1,
         1,
@@ -199,3 +206,69 @@ def test_create_app_leaves_a_store_it_is_given_open(tmp_path: Path) -> None:
             assert added.status_code == 201
         assert not store._closed
         assert [m.content for m in LongTermMemory(store).list("bo")] == ["Alice prefers dark mode"]
+
+
+def test_a_memory_is_named_by_the_prefix_the_page_shows_as_the_cli_takes_it(api: Api) -> None:
+    tea = api.add("Alice drinks green tea")
+    short = tea["id"][:8]
+    assert api.client.get(f"/api/memories/{short}").json()["id"] == tea["id"]
+    assert api.client.delete(f"/api/memories/{short}").json()["state"] == "forgotten"
+    restored = api.client.post(f"/api/memories/{short}/restore").json()
+    assert (restored["changed"], restored["memory"]["id"]) == (True, tea["id"])
+
+    bobs = api.add("Bob drinks black coffee", user="bob")["id"]
+    missing = api.client.get(f"/api/memories/{bobs[:8]}")  # never another user's memory
+    assert missing.status_code == 404 and bobs[:8] in missing.json()["detail"]
+
+    firsts = {tea["id"][0]}
+    for n in itertools.count():  # until two of alice's ids start alike: at most 17 memories
+        first = api.add(f"Alice planted {n} tomato seedlings today")["id"][0]
+        if first in firsts:
+            break
+        firsts.add(first)
+    for method, path in [("GET", ""), ("DELETE", "?permanent=true"), ("POST", "/restore")]:
+        ambiguous = api.client.request(method, f"/api/memories/{first}{path}")
+        assert ambiguous.status_code == 400
+        assert f"id prefix {first!r} matches " in ambiguous.json()["detail"]
+        assert "give more of it" in ambiguous.json()["detail"]
+    assert api.client.get("/api/memories", params={"state": "all"}).json()["total"] == n + 2
+
+
+def compress_three_old_facts(store: Any, user: str) -> list[str]:
+    """Three facts of 100 days ago, compressed into one by maintenance (as `engram memory
+    maintain --model ...` does); their ids."""
+    then = utc_now() - timedelta(days=100)
+    old = LongTermMemory(store, clock=lambda: then)
+    facts = ["Alice's team deploys on Fridays", "Alice's team uses Helm", "Alice runs k3s at home"]
+    ids = [
+        r.memory.id
+        for text in facts
+        for r in old.upsert(user, [MemoryCandidate(content=text, category="fact", importance=0.9)])
+    ]
+    report = maintain(store, user, compressor=make_compressor(compression_model()))
+    assert sorted(report.compressed[0].sources) == sorted(ids)
+    return ids
+
+
+def test_a_superseded_memory_says_whether_restore_brings_it_back(api: Api) -> None:
+    originals = compress_three_old_facts(api.store, "alice")
+    vue = api.add("I prefer Vue for frontends")
+    api.add("I prefer React for frontends")
+
+    listed = api.client.get("/api/memories", params={"state": "superseded"}).json()["memories"]
+    compressed_into = {m["id"]: m["compressed_into"] for m in listed}
+    [new_id] = {compressed_into[i] for i in originals}
+    assert new_id is not None and compressed_into[vue["id"]] is None  # a value change
+    current = api.client.get("/api/memories").json()["memories"]
+    assert all(m["compressed_into"] is None for m in current)
+    found = api.client.post(
+        "/api/memories/search", json={"query": "team deploys", "state": "superseded"}
+    ).json()["results"]
+    assert {r["memory"]["compressed_into"] for r in found if r["memory"]["id"] in originals} == {
+        new_id
+    }
+
+    kept = api.client.post(f"/api/memories/{vue['id']}/restore").json()
+    assert not kept["changed"] and "restate it to make it current again" in kept["reason"]
+    back = api.client.post(f"/api/memories/{originals[0]}/restore").json()
+    assert back["changed"] and back["memory"]["state"] == "current"

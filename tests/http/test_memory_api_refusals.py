@@ -56,10 +56,23 @@ def test_another_users_memory_is_not_found(api: Api) -> None:
     assert api.client.get(path).json()["state"] == "current"  # alice's, untouched
 
 
-@pytest.mark.parametrize("user", ["*", "%2A", "al", "alice "])
+@pytest.mark.parametrize("user", ["*", "%2A", "al"])
 def test_no_user_id_is_a_wildcard_or_a_prefix(api: Api, user: str) -> None:
     api.add("Alice keeps a zebra finch")
     assert api.client.get("/api/memories", headers={USER_HEADER: user}).json()["total"] == 0
+
+
+@pytest.mark.parametrize("user", ["alice%20", "%20alice", "alice%0A"])
+def test_a_user_id_with_whitespace_around_it_is_refused_not_stripped(api: Api, user: str) -> None:
+    api.add("Alice keeps a zebra finch")
+    refused = api.client.get("/api/memories", headers={USER_HEADER: user})
+    assert refused.status_code == 400
+    assert "starts or ends with whitespace: send it without that whitespace" in (
+        refused.json()["detail"]
+    )
+    added = api.client.post("/api/memories", json={"text": "x y z"}, headers={USER_HEADER: user})
+    assert added.status_code == 400
+    assert api.client.get("/api/memories").json()["total"] == 1  # alice's, untouched
 
 
 def test_a_user_id_of_any_characters_is_sent_percent_encoded(api: Api) -> None:
@@ -70,7 +83,7 @@ def test_a_user_id_of_any_characters_is_sent_percent_encoded(api: Api) -> None:
         == "张三"
     )
     shown = api.client.get("/api/memories/stats", headers={USER_HEADER: "50%25off@example.com"})
-    assert (shown.json()["user_id"], shown.json()["active"]) == ("50%off@example.com", 1)
+    assert (shown.json()["user"], shown.json()["active"]) == ("50%off@example.com", 1)
     raw = api.client.get(
         "/api/memories", headers={USER_HEADER: "张三".encode()}
     )  # as curl sends it
@@ -140,6 +153,8 @@ def test_an_authenticated_user_sees_only_their_own_memories(api: Api) -> None:
         refused(client.get("/api/memories", headers={**as_alice, USER_HEADER: "bob"}), 403, "alice")
         assert client.get("/api/memories", headers={**as_alice, USER_HEADER: "alice"}).is_success
         refused(client.get("/api/memories", headers={USER_HEADER: "alice"}), 401)
+        spaced = {"Authorization": "Bearer alice\t"}  # an identity "alice\t", not alice
+        refused(client.get("/api/memories", headers=spaced), 403, "starts or ends with whitespace")
 
 
 # -- bad input ------------------------------------------------------------------------------------

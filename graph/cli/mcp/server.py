@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -27,11 +27,12 @@ from engram.graph.extras import missing_extra
 
 try:
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+    from mcp.types import CallToolResult, ToolAnnotations
 except ImportError as missing:
     raise missing_extra("engram mcp", "mcp", missing) from missing
 
+from engram.graph.cli.mcp.arguments import argument_problems
 from engram.graph.cli.memory.edit import ONLY_A_SECRET
 from engram.graph.cli.memory.support import cli_error, open_backend, validation_message
 from engram.nodes.extract.statement import statement_candidate
@@ -42,11 +43,23 @@ from engram.nodes.prompts import (
     MCP_REMEMBER_DESCRIPTION,
     MCP_SEARCH_DESCRIPTION,
 )
+from engram.stores.embeddings import MODEL_DIR_ENV, EmbeddingModelNotFoundError
 from engram.stores.memory.categories import Category
+from engram.stores.memory.ids import AmbiguousIdError, memory_by_id_steps
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import Memory
+from engram.stores.steps import arun_steps
 
 logger = logging.getLogger(__name__)
+
+SERVER_ENVIRONMENT = (
+    "This server reads environment variables from what its MCP client started it with, which "
+    "is only a few (HOME, PATH, ...) unless the client's configuration adds them: set "
+    f"{MODEL_DIR_ENV} under \"env\" beside \"args\" (or env= of the SDK's "
+    "StdioServerParameters)."
+)
+"""Said after a missing embedding model's message: set in a shell, the variable does not reach
+a server a client starts."""
 
 WriteAction = Literal["created", "superseded", "merged", "duplicate", "unchanged"]
 _DONE: dict[str, str] = {
@@ -123,6 +136,27 @@ class MemoryPage(BaseModel):
     """The offset of the next page; None after the last."""
 
 
+class EngramServer(MCPServer):
+    """The SDK's server, saying what was wrong with a tool's arguments in plain sentences
+    (`argument_problems`) instead of pydantic's text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> CallToolResult | Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            refused = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(refused, ValidationError):
+                raise
+            schema = next(
+                (tool.input_schema for tool in await self.list_tools() if tool.name == name), {}
+            )
+            if refused.title != schema.get("title"):  # not the arguments: what a tool raised
+                raise
+            raise ToolError(argument_problems(refused, schema)) from refused
+
+
 def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
     """The MCP server over `user_id`'s memories in `memory`'s store.
 
@@ -130,7 +164,7 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         memory: The memories, with the write policy (`min_importance=0.0`, as the user asked).
         user_id: The only user whose memories the tools reach.
     """
-    server = MCPServer("engram", instructions=MCP_INSTRUCTIONS, log_level="INFO")
+    server = EngramServer("engram", instructions=MCP_INSTRUCTIONS, log_level="INFO")
 
     @server.tool(
         description=MCP_SEARCH_DESCRIPTION,
@@ -192,16 +226,23 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         ),
     )
     async def forget_memory(
-        id: Annotated[str, Field(description="The memory's id.")],
+        id: Annotated[
+            str,
+            Field(
+                description="The memory's id, or its first characters (the CLI and the "
+                "memories page show 8) when no other memory's id starts with them."
+            ),
+        ],
     ) -> ForgetResult:
-        memory_id = id.strip()
-        if not memory_id:
+        given = id.strip()
+        if not given:
             raise ToolError("id is empty: give the id search_memories or list_memories showed")
         with _tool_errors():
-            forgotten = await memory.aforget(user_id, memory_id)
+            found = await arun_steps(memory.store, memory_by_id_steps(user_id, given))
+            forgotten = await memory.aforget(user_id, found.id) if found else None
         if forgotten is None:
             raise ToolError(
-                f"no memory has the id {memory_id!r}: search_memories or list_memories give the ids"
+                f"no memory has the id {given!r}: search_memories or list_memories give the ids"
             )
         return ForgetResult(
             message="Forgotten: no longer recalled. The user can restore it with "
@@ -280,13 +321,18 @@ def _serve_http(server: MCPServer, host: str, port: int) -> None:
 @contextmanager
 def _tool_errors() -> Iterator[None]:
     """What the person can fix (a missing embedding model, the data folder busy or unreadable,
-    `cli_error`) as a tool error whose text says what to do; anything else stays a crash."""
+    `cli_error`; an id prefix that several memories' ids start with) as a tool error whose text
+    says what to do; anything else stays a crash."""
     try:
         yield
+    except AmbiguousIdError as exc:
+        raise ToolError(str(exc)) from exc
     except Exception as exc:
         error = cli_error(exc)
         if error is None:
             raise
+        if isinstance(exc, EmbeddingModelNotFoundError):
+            raise ToolError(f"{error} {SERVER_ENVIRONMENT}") from exc
         raise ToolError(str(error)) from exc
 
 

@@ -29,6 +29,7 @@ from engram.graph.cli.memory.support import (
     validation_message,
 )
 from engram.stores.memory.categories import CATEGORIES, Category
+from engram.stores.text import counted
 
 if TYPE_CHECKING:  # loaded when the commands run, not for help
     from engram.stores.memory.long_term import LongTermMemory
@@ -247,8 +248,7 @@ def _delete_all(backend: Backend, user_id: str, *, yes: bool, as_json: bool) -> 
         return
     out.print(
         f"deleted everything of {user_id!r}: {stored_counts(report.deleted)}; "
-        f"{len(report.threads)} threads "
-        "(messages and summaries)",
+        f"{counted(len(report.threads), 'thread')} (messages and summaries)",
         markup=False,
         highlight=False,
     )

@@ -8,7 +8,7 @@ removed from an imported `memory.md` are undone by `restore`.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,7 @@ from engram.graph.cli.memory.options import (
     command,
 )
 from engram.graph.cli.memory.support import (
+    SHORT_ID,
     CliError,
     all_memories,
     ensure_user,
@@ -39,6 +40,10 @@ from engram.graph.cli.memory.support import (
     user_or_default,
 )
 from engram.stores.memory.categories import CATEGORIES, Category
+from engram.stores.text import counted
+
+if TYPE_CHECKING:
+    from engram.stores.memory.types import Memory
 
 
 @command
@@ -140,7 +145,13 @@ def show(
     as_json: Json = False,
     data: Data = None,
 ) -> None:
-    """Show one memory: every field, its history and what maintenance did to it."""
+    """Show one memory: every field, its history and what maintenance did to it.
+
+    The history is every version of the same attribute, oldest first: the older values this
+    memory replaced (for a compressed memory, those compressed into it) and the newer ones that
+    replaced it, each with its date, id, state and text.
+    """
+    from engram.stores.memory.history import version_history
     from engram.stores.memory.manage.journal import JournalEntry
     from engram.stores.memory.markdown.format import status_of
     from engram.stores.namespaces import journal_namespace
@@ -149,10 +160,16 @@ def show(
     with open_backend(data) as backend:
         memory = resolve_id(backend, user_id, memory_id)
         entry_item = backend.store.get(journal_namespace(user_id), memory.id)
+        replaced = memory.supersedes or memory.superseded_by
+        versions = version_history(memory, all_memories(backend, user_id) if replaced else [])
     entry = JournalEntry.model_validate(entry_item.value) if entry_item else None
     if as_json:
         print_json(
-            {**memory.to_value(), "maintenance": entry.model_dump(mode="json") if entry else None}
+            {
+                **memory.to_value(),
+                "maintenance": entry.model_dump(mode="json") if entry else None,
+                "history": [{**v.to_value(), "state": status_of(v)} for v in versions],
+            }
         )
         return
     out.print(
@@ -183,6 +200,8 @@ def show(
             f"  [dim]maintenance:[/dim] {esc(str(entry.model_dump(exclude_defaults=True)))}",
             highlight=False,
         )
+    if len(versions) > 1:
+        _print_history(memory, versions)
 
 
 @command
@@ -215,5 +234,32 @@ def _categories(values: list[str] | None) -> list[Category]:
     return list(values or [])  # type: ignore[arg-type]
 
 
+def _print_history(memory: Memory, versions: list[Memory]) -> None:
+    """The versions of `memory`'s attribute, oldest first, one line each."""
+    out.print("  [dim]history, oldest first:[/dim]", highlight=False)
+    for version in versions:
+        this = "  (this memory)" if version.id == memory.id else ""
+        out.print(f"    {_version_line(version)}{this}", markup=False, highlight=False)
+
+
+def _version_line(version: Memory) -> str:
+    """When a version was written, its id, its state and its text, e.g. "2026-05-30 09:12
+    8620b45a superseded 2026-06-01 12:00 by 7bd5bacc: Alice prefers dark mode"."""
+    from engram.stores.memory.markdown.format import status_of
+
+    state = status_of(version)
+    if state == "superseded":
+        state += f" {_minute(version.valid_until or version.updated_at)}"
+        if version.superseded_by:
+            state += f" by {version.superseded_by[:SHORT_ID]}"
+    written = _minute(version.created_at)
+    return f"{written} {version.id[:SHORT_ID]} {state}: {shown(version.content)}"
+
+
+def _minute(timestamp: str) -> str:
+    """An ISO 8601 time to the minute: "2026-05-30 09:12" (UTC, as stored)."""
+    return timestamp[:16].replace("T", " ")
+
+
 def _memories(count: int) -> str:
-    return "1 memory" if count == 1 else f"{count} memories"
+    return counted(count, "memory", "memories")

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from rich import box
-from rich.console import Console
 from rich.markup import escape as markup_escape
 from rich.table import Table
 from rich.text import Text
 
+from engram.graph.cli.output import CommandConsole
 from engram.graph.extras import MissingExtraError
 from engram.stores.paths import default_checkpoint_path, default_data_dir, postgres_url_from_env
+from engram.stores.text import counted
 
 # The store and the memory model are imported inside the functions that use them: help
 # (`engram --help`, `engram memory --help`) then loads neither chromadb nor langgraph.
@@ -61,9 +62,18 @@ STORED_KINDS = {
     "memory_jobs": "pending memory jobs",
 }
 """What each of a user's namespaces holds, as the commands name it (`engram.stores.namespaces`)."""
+STORED_KIND = {
+    "memories": "memory",
+    "memory_hashes": "duplicate fingerprint",
+    "episodes": "episode (archived message)",
+    "memory_maintenance": "maintenance record",
+    "threads": "thread record",
+    "memory_jobs": "pending memory job",
+}
+"""One of each `STORED_KINDS`, for a count of 1."""
 
-out = Console(soft_wrap=False)
-err = Console(stderr=True)
+out = CommandConsole(soft_wrap=False)
+err = CommandConsole(stderr=True)
 
 _process_ends_with_command = False
 """Set by `ends_with_command` (the `engram` console script), not when the app runs in-process."""
@@ -248,9 +258,12 @@ def open_backend(
 
 
 def stored_counts(counts: dict[str, int]) -> str:
-    """Counts per namespace root in words, e.g. "2 memories, 2 duplicate fingerprints"; a root
+    """Counts per namespace root in words, e.g. "2 memories, 1 duplicate fingerprint"; a root
     an app added is named as it is."""
-    return ", ".join(f"{n} {STORED_KINDS.get(root, root)}" for root, n in counts.items())
+    return ", ".join(
+        counted(n, STORED_KIND.get(root, root), STORED_KINDS.get(root, root))
+        for root, n in counts.items()
+    )
 
 
 def read_stdin_text(what: str) -> str:
@@ -385,20 +398,24 @@ def given_user(user: str | None) -> str | None:
     """The user `--user` (or `$ENGRAM_USER`) names, None when neither is given.
 
     Raises:
-        CliError: The id given is empty or only whitespace (exit 2): it never stands for the
-            default user.
+        CliError: The id given is not a user id (exit 2, `user_id_problem`): empty or only
+            whitespace (it never stands for the default user), or with whitespace at its start
+            or end (never stripped: "alice " is not taken for "alice").
     """
+    from engram.stores.namespaces import user_id_problem
+
     if user is None and os.environ.get(USER_ENV) == "":  # click reads it as unset
         user = ""
-    if user is None or user.strip():
+    if user is None or (problem := user_id_problem(user)) is None:
         return user
-    what = "is empty" if not user else "is only whitespace"
-    raise CliError(
-        f"--user (or ${USER_ENV}) {user!r} {what}: pass the id of the user whose memories you "
-        f"mean (--user alice, or {USER_ENV}=alice), or leave out both for the default user "
-        f"{DEFAULT_USER!r}",
-        code=2,
-    )
+    if user.strip():
+        fix = f"pass it without that whitespace (--user {shown(shlex.quote(user.strip()))})"
+    else:
+        fix = (
+            f"pass the id of the user whose memories you mean (--user alice, or "
+            f"{USER_ENV}=alice), or leave out both for the default user {DEFAULT_USER!r}"
+        )
+    raise CliError(f"--user (or ${USER_ENV}) {user!r} {problem}: {fix}", code=2)
 
 
 def user_or_default(user: str | None) -> str:
@@ -416,20 +433,18 @@ def resolve_id(backend: Backend, user_id: str, given: str) -> Memory:
     Raises:
         CliError: No such memory (exit 1), or the prefix matches several (exit 2).
     """
+    from engram.stores.memory.ids import AmbiguousIdError, memory_with_prefix
     from engram.stores.memory.long_term import LongTermMemory
 
     memory = LongTermMemory(backend.store).get(user_id, given)
     if memory is not None:
         return memory
-    matches = [m for m in all_memories(backend, user_id) if m.id.startswith(given)] if given else []
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        ids = ", ".join(m.id for m in matches[:5])
-        raise CliError(
-            f"id prefix {given!r} matches {len(matches)} memories ({ids}); give more of it",
-            code=2,
-        )
+    try:
+        memory = memory_with_prefix(all_memories(backend, user_id), given)
+    except AmbiguousIdError as exc:
+        raise CliError(str(exc), code=2) from None
+    if memory is not None:
+        return memory
     raise CliError(
         f"no memory {given!r} for user {user_id!r}; "
         f"`engram memory list --user {shown(shlex.quote(user_id))} --all` "
@@ -471,7 +486,7 @@ def memory_table(
     if show_state:
         table.add_column("state", no_wrap=True)
     table.add_column("recalls", justify="right", no_wrap=True)
-    dated = out.width >= 100  # a narrow terminal (or a pipe, 80) keeps the room for the content
+    dated = out.width >= 100  # a narrow terminal keeps the room for the content
     if dated:
         table.add_column("updated", no_wrap=True)
     for n, memory in enumerate(memories):
@@ -534,7 +549,8 @@ def maintenance_table(report: MaintenanceReport) -> Table:
     table = Table(
         box=box.SIMPLE_HEAD,
         title=Text(
-            f"maintenance of {report.user_id!r}: {report.changed} memories {verb} "
+            f"maintenance of {report.user_id!r}: {counted(report.changed, 'memory', 'memories')} "
+            f"{verb} "
             f"(of {report.active_before} active)"
         ),
     )

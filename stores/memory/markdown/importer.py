@@ -46,6 +46,7 @@ from engram.stores.memory.write.policy import PolicySettings, set_forgotten_step
 from engram.stores.namespaces import hash_namespace, memory_namespace
 from engram.stores.secrets import redact
 from engram.stores.steps import Steps, run_held
+from engram.stores.text import counted
 
 Action = Literal["edit", "forget", "restore", "add"]
 
@@ -304,7 +305,8 @@ def _missing(
         return
     if doc.exported_at is None:
         plan.warnings.append(
-            f"no export header: the {len(absent)} memories missing from the file are kept "
+            f"no export header: kept {counted(len(absent), 'memory', 'memories')} missing from "
+            "the file "
             "(only a file made by `engram memory export` can forget by leaving memories out)"
         )
         return
@@ -315,8 +317,8 @@ def _missing(
             plan.changes.append(_change("forget", memory, None))
     if newer:
         plan.warnings.append(
-            f"{len(newer)} memories created after the export ({doc.exported_at}) are not in the "
-            "file and are kept"
+            f"kept {counted(len(newer), 'memory', 'memories')} created after the export "
+            f"({doc.exported_at}) and not in the file"
         )
 
 

@@ -4,6 +4,7 @@ references to engram's internal documents; and help loads neither chromadb nor l
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -71,3 +72,34 @@ def test_memory_help_states_the_exit_codes() -> None:
     text = " ".join(result.output.split())
     assert "Exit codes: 0 done; 1 not found or nothing done" in text
     assert "2 bad input (" in text and "an empty --user" in text
+
+
+def test_version_prints_the_installed_distribution_version() -> None:
+    from importlib import metadata
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from engram.graph.cli import main; main()", "--version"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"engram {metadata.version('engram')}\n"
+
+
+@pytest.mark.parametrize("group", [["memory"], ["eval"]])
+def test_a_group_lists_its_commands_descriptions_whole(group: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from engram.graph.cli import main; main()", *group, "--help"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    assert done.returncode == 0, done.stderr
+    listed = " ".join(done.stdout.split("Commands:")[1].split())
+    assert "..." not in listed
+    command = typer.main.get_command(app).commands[group[0]]
+    for sub in command.commands.values():
+        first_paragraph = " ".join(sub.help.split("\n\n")[0].split())
+        assert f"{sub.name} {first_paragraph}" in listed

@@ -5,6 +5,7 @@ rest of the suite uses, as a client's configuration would set them)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any, BinaryIO
 import anyio
 import pytest
 from conftest import free_port, stop_process_group, wait_for_port
+from fakes import NGramEmbeddings
 from langgraph.store.memory import InMemoryStore
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.stdio import get_default_environment
@@ -25,7 +27,7 @@ from typer.testing import CliRunner
 from engram.graph.cli import app
 from engram.graph.cli.mcp.server import build_server
 from engram.stores.embeddings import EmbeddingModelNotFoundError
-from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.long_term import LongTermMemory, MemoryCandidate
 
 ENGRAM = str(Path(sys.executable).parent / "engram")
 """The console script installed beside this Python (another on PATH may be another install)."""
@@ -171,13 +173,20 @@ async def test_a_client_over_stdio_shares_the_users_memories(tmp_path: Path) -> 
                 session, "remember", text="my password is hunter2xyz!"
             )
             said = await refused(session, "remember", text="Alice likes tea", category="food")
-            assert "category" in said and "'preference'" in said
+            assert said == (
+                'category is "food": give one of "preference", "fact", "project", "lesson", '
+                '"skill", "goal", or leave it out.'
+            )
             said = await refused(session, "forget_memory", id="no-such-id")
             assert "no memory has the id 'no-such-id'" in said
             assert "no memory has the id" in await refused(session, "forget_memory", id=bob)
             assert "query is empty" in await refused(session, "search_memories", query=" ")
-            assert "limit" in await refused(session, "search_memories", query="x", limit=0)
-            assert "offset" in await refused(session, "list_memories", offset=-1)
+            assert await refused(session, "search_memories", query="x", limit=0) == (
+                "limit is 0: give a whole number from 1 to 20."
+            )
+            assert await refused(session, "list_memories", offset=-1) == (
+                "offset is -1: give a whole number of at least 0."
+            )
 
             # an argument naming another user is not in the schema, and reaches no one else
             tea = await call(session, "remember", text="Alice drinks green tea", user="bob")
@@ -261,7 +270,7 @@ def test_the_help_names_the_tools_and_loads_no_mcp() -> None:
             EmbeddingModelNotFoundError(
                 "all-MiniLM-L6-v2 ONNX files not found: set ENGRAM_EMBEDDING_MODEL_DIR"
             ),
-            "ENGRAM_EMBEDDING_MODEL_DIR",
+            'set ENGRAM_EMBEDDING_MODEL_DIR under "env" beside "args"',  # in the client's config
         ),
         (TimeoutError("the data folder is busy"), "could not use the engram data"),
         (ZeroDivisionError("a bug"), None),  # a crash: the client learns nothing of it
@@ -283,3 +292,49 @@ async def test_what_the_store_raises_is_a_tool_error(failure: Exception, says: s
                 assert _text(result) == f"Error executing tool {tool}"
             else:
                 assert says in _text(result)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "says"),
+    [
+        ("remember", {}, "text is missing: give a string."),
+        ("search_memories", {"query": 5}, "query is 5: give a string."),
+        ("list_memories", {"limit": "many"}, 'limit is "many": give a whole number from 1 to 100.'),
+        ("forget_memory", {"id": None}, "id is null: give a string."),
+        (
+            "search_memories",
+            {"query": "tea", "limit": 21},
+            "limit is 21: give a whole number from 1 to 20.",
+        ),
+    ],
+)
+async def test_wrong_arguments_are_one_plain_sentence(tool: str, arguments: dict, says: str) -> None:
+    async with Client(build_server(LongTermMemory(InMemoryStore()), "alice")) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert _text(result) == says
+
+
+async def test_forget_takes_the_id_prefix_the_cli_shows_and_never_another_users() -> None:
+    store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
+    memory = LongTermMemory(store, min_importance=0.0)
+    [bobs] = await memory.aupsert("bob", [MemoryCandidate(content="Bob drinks black coffee", category="fact")])
+    async with Client(build_server(memory, "alice")) as client:
+        saved = await client.call_tool("remember", {"text": "Alice drinks green tea"})
+        tea = saved.structured_content["memory"]["id"]
+        forgotten = await client.call_tool("forget_memory", {"id": tea[:8]})
+        assert forgotten.structured_content["forgotten"]["id"] == tea
+        other = await client.call_tool("forget_memory", {"id": bobs.memory.id[:8]})
+        assert other.is_error and "no memory has the id" in _text(other)
+        firsts = {tea[0]}
+        for n in itertools.count():  # until two of alice's ids start alike
+            result = await client.call_tool("remember", {"text": f"Alice planted {n} tomatoes"})
+            first = result.structured_content["memory"]["id"][0]
+            if first in firsts:
+                break
+            firsts.add(first)
+        ambiguous = await client.call_tool("forget_memory", {"id": first})
+    assert ambiguous.is_error
+    said = _text(ambiguous)
+    assert f"id prefix {first!r} matches " in said and "give more of it" in said
+    assert not (await memory.aget("bob", bobs.memory.id)).forgotten

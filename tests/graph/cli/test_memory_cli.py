@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TESTS
+from conftest import TESTS, run_engram
 from fakes import RecordingChatModel
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
@@ -278,7 +278,7 @@ def test_maintain_forgets_what_faded_and_restore_brings_it_back(data):
     report = cli("maintain", "-u", "alice", "--ttl", "goal=180", "--json")
     assert (report["forgotten"], report["expired"]) == ([old["stale"].id], [old["old goal"].id])
     assert [x["memory_id"] for x in report["lowered"]] == [old["fading"].id]
-    assert report["compression"].startswith("skipped: no memory model configured (4 memories")
+    assert report["compression"].startswith("skipped: no memory model configured (4 memories in 1 group")
     table = cli("maintain", "-u", "alice", "--ttl", "goal=180").stdout
     assert "0 memories changed" in table  # a second run has nothing left to do
 
@@ -600,3 +600,57 @@ def test_what_people_stored_never_drives_the_terminal(data):
         printed = said.stdout + said.stderr
         assert not any(c in printed for c in "\x1b\x00\x07\u202e"), (args, printed)
         assert "\\x1b" in printed or args == ["stats"], (args, printed)
+
+
+def test_counts_of_one_are_singular(data):
+    added = run_engram("memory", "add", "--user", "alice", "Alice prefers dark mode")
+    assert added.returncode == 0, added.stderr
+    listed = run_engram("memory", "list", "--user", "alice")
+    assert "1 memory of 'alice'" in listed.stdout
+    maintained = run_engram("memory", "maintain", "--user", "alice")
+    assert "0 memories changed" in " ".join(maintained.stdout.split())
+    deleted = run_engram("memory", "delete", "--all", "--user", "alice", "--yes")
+    assert deleted.returncode == 0, deleted.stderr
+    printed = " ".join(deleted.stdout.split())
+    assert "1 memory, 1 duplicate fingerprint;" in printed, printed
+    assert "0 threads (messages and summaries)" in printed
+
+
+def test_output_to_a_pipe_is_not_wrapped(data):
+    text = (
+        "Alice keeps her dotfiles in a private repository and syncs them to every machine "
+        "she works on with a small shell script run from cron every night"
+    )
+    added = run_engram("memory", "add", "--user", "alice", text)
+    assert added.returncode == 0, added.stderr
+    listed = run_engram("memory", "list", "--user", "alice")
+    assert any(text in line for line in listed.stdout.splitlines()), listed.stdout
+    missing = run_engram("memory", "show", "no-such-id", "--user", "alice")
+    assert missing.returncode == 1
+    assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+
+
+def test_show_prints_the_history_older_and_newer_values_with_their_dates(data):
+    vue = add("I prefer Vue for frontends")
+    react = add("I prefer React for frontends")
+    svelte = add("I prefer Svelte for frontends")
+    shown = run_engram("memory", "show", react["id"][:8], "--user", "alice")
+    assert shown.returncode == 0, shown.stderr
+    history = shown.stdout.split("history, oldest first:")[1].strip().splitlines()
+    assert [line.split()[2] for line in history] == [m["id"][:8] for m in (vue, react, svelte)]
+    assert history[0].endswith(
+        f"superseded {react['created_at'][:10]} {react['created_at'][11:16]} by "
+        f"{react['id'][:8]}: I prefer Vue for frontends"
+    )
+    assert history[0].startswith(f"{vue['created_at'][:10]} {vue['created_at'][11:16]} ")
+    assert history[1].endswith("I prefer React for frontends  (this memory)")
+    assert f"{svelte['id'][:8]} current: I prefer Svelte for frontends" in history[2]
+
+    as_json = cli("show", svelte["id"], "--user", "alice", "--json")
+    assert [(v["id"], v["state"]) for v in as_json["history"]] == [
+        (vue["id"], "superseded"),
+        (react["id"], "superseded"),
+        (svelte["id"], "current"),
+    ]
+    alone = run_engram("memory", "show", add("Alice has a cat named Miso")["id"], "--user", "alice")
+    assert "history" not in alone.stdout

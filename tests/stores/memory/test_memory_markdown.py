@@ -148,7 +148,7 @@ def test_memories_learned_after_the_export_are_kept(store):
         USER, [MemoryCandidate(content="The user has a dog named Rex", category="fact")]
     )
     assert plan(store, text).changes == []
-    assert any("1 memories created after the export" in w for w in plan(store, text).warnings)
+    assert any("kept 1 memory created after the export" in w for w in plan(store, text).warnings)
     apply(store, text)
     assert not everything(store)[new.memory.id].forgotten
 

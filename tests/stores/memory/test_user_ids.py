@@ -1,4 +1,5 @@
-"""Any non-empty string is a user id: labels, the store, the graph, the CLI, old data folders."""
+"""Any non-empty string without whitespace at its start or end is a user id: labels, the store,
+the graph, the CLI, old data folders."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import chromadb
 import pytest
+from conftest import run_engram
 from fakes import NGramEmbeddings, RecordingChatModel
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -72,17 +74,42 @@ def test_simple_ids_are_their_own_label_and_odd_ones_never_collide_with_them():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.text(max_size=12).filter(str.strip), min_size=2, max_size=6, unique=True))
+@given(
+    st.lists(
+        st.text(max_size=12).filter(lambda s: s.strip() == s != ""),
+        min_size=2,
+        max_size=6,
+        unique=True,
+    )
+)
 def test_distinct_ids_have_distinct_labels(user_ids):
     labels = [user_label(u) for u in user_ids]
     assert len(set(labels)) == len(labels)
     assert [user_of_label(label) for label in labels] == user_ids
 
 
-@pytest.mark.parametrize("bad", ["", "  \n", None, 7])
-def test_empty_or_non_string_ids_are_refused_clearly(bad):
-    with pytest.raises(ValueError, match="non-empty string"):
+@pytest.mark.parametrize("bad", ["", "  \n", None, 7, "alice ", " alice", "alice\n"])
+def test_empty_non_string_or_spaced_ids_are_refused_clearly(bad):
+    with pytest.raises(ValueError, match="non-empty string without whitespace at its start or end"):
         memory_namespace(bad)
+
+
+@pytest.mark.parametrize("spaced", ["alice ", " alice", "alice\t"])
+def test_an_id_with_whitespace_around_it_is_refused_the_same_way_wherever_it_comes_in(
+    data, spaced
+):
+    cli("add", "--user", "alice", "Alice keeps bees")
+    for args in (["list", "--user", spaced], ["add", "--user", spaced, "Alice keeps wasps"]):
+        done = run_engram("memory", *args)
+        assert done.returncode == 2, done.stderr
+        said = " ".join(done.stderr.split())
+        assert f"--user (or $ENGRAM_USER) {spaced!r} starts or ends with whitespace" in said
+        assert "pass it without that whitespace (--user alice)" in said
+    mcp = run_engram("mcp", "--user", spaced, input="")
+    assert mcp.returncode == 2 and "starts or ends with whitespace" in mcp.stderr
+    with pytest.raises(ValueError, match="Context.user_id .* starts or ends with whitespace"):
+        Context(user_id=spaced)
+    assert [m["content"] for m in cli("list", "--user", "alice", "--json")] == ["Alice keeps bees"]
 
 
 # -- the store and the CLI ------------------------------------------------------------------------
