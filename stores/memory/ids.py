@@ -18,12 +18,21 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
 from engram.stores.memory.types import Memory
 from engram.stores.memory.users import memories_steps
 from engram.stores.memory.write.policy import get_steps
 from engram.stores.namespaces import memory_namespace
 from engram.stores.steps import Steps
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Identified = TypeVar("Identified", bound=_HasId)
 
 SHOWN_IDS = 5
 """How many of the matching ids an ambiguous prefix's error lists."""
@@ -55,13 +64,17 @@ def memory_by_id_steps(user_id: str, given: str) -> Steps[Memory | None]:
     return memory_with_prefix(memories, given)
 
 
-def memory_with_prefix(memories: Iterable[Memory], given: str) -> Memory | None:
-    """The only one of `memories` whose id starts with `given` (not empty), or None.
+def memory_with_prefix(memories: Iterable[Identified], given: str) -> Identified | None:
+    """The only one of `memories` (or of any records with an `id`, such as pending memories)
+    whose id is `given` or, failing that, starts with it (not empty); None when none does.
 
     Raises:
-        AmbiguousIdError: Several do.
+        AmbiguousIdError: Several start with it.
     """
-    matches = [m for m in memories if m.id.startswith(given)] if given else []
+    records = list(memories)
+    if exact := [m for m in records if m.id == given]:
+        return exact[0]
+    matches = [m for m in records if m.id.startswith(given)] if given else []
     if len(matches) > 1:
         raise AmbiguousIdError(given, [m.id for m in matches])
     return matches[0] if matches else None

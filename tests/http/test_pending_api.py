@@ -70,3 +70,27 @@ def test_pending_is_not_taken_for_a_memory_id(api: Api) -> None:
     # /api/memories/{id} must not answer for /api/memories/pending
     listed = api.client.get("/api/memories/pending")
     assert listed.status_code == 200 and "pending" in listed.json()
+
+
+def test_a_pending_memory_is_named_by_a_prefix_of_its_id_as_the_cli_shows_it(api: Api) -> None:
+    iguana, violin = waiting(api, "I have an iguana named Wobbleton", "I play the violin")
+    saved = api.client.post(f"/api/memories/pending/{violin[:8]}/approve")
+    assert saved.status_code == 201 and saved.json()["memory"]["content"] == "I play the violin"
+    assert api.client.delete(f"/api/memories/pending/{iguana[:8]}").json() == {"rejected": iguana}
+
+    [bobs] = waiting(api, "I have a parrot named Fandangolo", user="bob")
+    assert api.client.delete(f"/api/memories/pending/{bobs[:8]}").status_code == 404
+    facts = ["I own a kayak", "My sister lives in Oslo", "I am allergic to peanuts",
+             "I drive a red Volvo", "My cat is called Pixel", "I work night shifts",
+             "I collect vinyl records", "I was born in Recife", "I study Korean on Sundays",
+             "I run a bakery", "My daughter plays chess", "I grow tomatoes on the balcony",
+             "I fly to Lima in March", "I use a standing desk", "I teach yoga at noon",
+             "My flat has no elevator", "I brew cider in autumn"]
+    kept = waiting(api, *facts)
+    assert len(kept) == len(facts)
+    twins = [i for i in kept if sum(j[0] == i[0] for j in kept) > 1]  # 17 ids, 16 first digits
+    ambiguous = api.client.post(f"/api/memories/pending/{twins[0][0]}/approve")
+    assert ambiguous.status_code == 400 and "give more of it" in ambiguous.json()["detail"]
+    assert len(api.client.get("/api/memories/pending").json()["pending"]) == len(kept)
+    as_bob = api.client.get("/api/memories/pending", headers={USER_HEADER: "bob"}).json()
+    assert [p["id"] for p in as_bob["pending"]] == [bobs]

@@ -109,6 +109,8 @@ def _chosen(
         CliError: Neither or both given (exit 2), nothing waits (exit 1), an id matches none
             (exit 1) or several (exit 2).
     """
+    from engram.stores.memory.ids import AmbiguousIdError, memory_with_prefix
+
     if bool(ids) == all_:
         raise CliError("give pending IDs, or --all (not both)", code=2)
     waiting = queue.list(user_id)
@@ -120,16 +122,14 @@ def _chosen(
     for given in ids or []:
         if not given.strip():
             raise CliError("an empty ID names no pending memory", code=2)
-        matches = [p for p in waiting if p.id == given] or [
-            p for p in waiting if p.id.startswith(given)
-        ]
-        if not matches:
+        try:
+            found = memory_with_prefix(waiting, given)
+        except AmbiguousIdError as exc:
+            raise CliError(str(exc), code=2) from None
+        if found is None:
             raise CliError(
                 f"no pending memory {given!r} for user {user_id!r}; "
                 f"`engram memory pending --user {shown(shlex.quote(user_id))}` shows the ids"
             )
-        if len(matches) > 1:
-            raise CliError(f"id prefix {given!r} matches {len(matches)} pending memories; "
-                           "give more of it", code=2)
-        chosen.append(matches[0])
+        chosen.append(found)
     return chosen
