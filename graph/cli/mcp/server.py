@@ -165,19 +165,42 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         user_id: The only user whose memories the tools reach.
     """
     server = EngramServer("engram", instructions=MCP_INSTRUCTIONS, log_level="INFO")
+    tools = MemoryTools(memory, user_id)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    server.tool(description=MCP_SEARCH_DESCRIPTION, annotations=reads)(tools.search_memories)
+    server.tool(
+        description=MCP_REMEMBER_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, open_world_hint=False
+        ),
+    )(tools.remember)
+    server.tool(
+        description=MCP_FORGET_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )(tools.forget_memory)
+    server.tool(description=MCP_LIST_DESCRIPTION, annotations=reads)(tools.list_memories)
+    return server
 
-    @server.tool(
-        description=MCP_SEARCH_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
+
+class MemoryTools:
+    """The four tools, over one user's memories: the user is fixed here, never an argument."""
+
+    def __init__(self, memory: LongTermMemory, user_id: str) -> None:
+        self.memory = memory
+        self.user_id = user_id
+
     async def search_memories(
+        self,
         query: Annotated[str, Field(description="What to look for, in a few words.")],
         limit: Annotated[int, Field(ge=1, le=20, description="How many memories at most.")] = 5,
     ) -> SearchResult:
         if not query.strip():
             raise ToolError("query is empty: say what to look for, e.g. 'editor preferences'")
         with _tool_errors():
-            found = await memory.asearch(user_id, query, k=limit, touch=False)
+            found = await self.memory.asearch(self.user_id, query, k=limit, touch=False)
         return SearchResult(
             memories=[
                 FoundMemory(**MemoryView.of(s.memory).model_dump(), score=round(s.score, 3))
@@ -185,13 +208,8 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
             ]
         )
 
-    @server.tool(
-        description=MCP_REMEMBER_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, open_world_hint=False
-        ),
-    )
     async def remember(
+        self,
         text: Annotated[
             str,
             Field(description="The statement to keep: one sentence, at most 2000 characters."),
@@ -206,7 +224,7 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         except ValidationError as exc:
             raise ToolError(f"nothing stored: {validation_message(exc)}") from exc
         with _tool_errors():
-            [result] = await memory.aupsert(user_id, [candidate])
+            [result] = await self.memory.aupsert(self.user_id, [candidate])
         if result.memory is None:
             raise ToolError(ONLY_A_SECRET)
         return RememberResult(
@@ -216,16 +234,8 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
             superseded=[MemoryView.of(m) for m in result.superseded],
         )
 
-    @server.tool(
-        description=MCP_FORGET_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
     async def forget_memory(
+        self,
         id: Annotated[
             str,
             Field(
@@ -238,23 +248,20 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         if not given:
             raise ToolError("id is empty: give the id search_memories or list_memories showed")
         with _tool_errors():
-            found = await arun_steps(memory.store, memory_by_id_steps(user_id, given))
-            forgotten = await memory.aforget(user_id, found.id) if found else None
+            found = await arun_steps(self.memory.store, memory_by_id_steps(self.user_id, given))
+            forgotten = await self.memory.aforget(self.user_id, found.id) if found else None
         if forgotten is None:
             raise ToolError(
                 f"no memory has the id {given!r}: search_memories or list_memories give the ids"
             )
         return ForgetResult(
             message="Forgotten: no longer recalled. The user can restore it with "
-            f"`engram memory restore {forgotten.id} --user {shlex.quote(user_id)}`.",
+            f"`engram memory restore {forgotten.id} --user {shlex.quote(self.user_id)}`.",
             forgotten=MemoryView.of(forgotten),
         )
 
-    @server.tool(
-        description=MCP_LIST_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
     async def list_memories(
+        self,
         category: Annotated[
             Category | None, Field(description="Only this category; leave it out for all.")
         ] = None,
@@ -262,8 +269,8 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
         offset: Annotated[int, Field(ge=0, description="How many to skip (paging).")] = 0,
     ) -> MemoryPage:
         with _tool_errors():
-            found = await memory.alist(
-                user_id,
+            found = await self.memory.alist(
+                self.user_id,
                 categories=[category] if category else None,
                 limit=limit + 1,  # one more tells whether a next page exists
                 offset=offset,
@@ -272,8 +279,6 @@ def build_server(memory: LongTermMemory, user_id: str) -> MCPServer:
             memories=[MemoryView.of(m) for m in found[:limit]],
             next_offset=offset + limit if len(found) > limit else None,
         )
-
-    return server
 
 
 def serve(
