@@ -41,7 +41,7 @@ from langgraph.store.base import BaseStore
 from engram.evals.dialogs.metrics import StoredMemory, TokenTrace, full_context_tokens
 from engram.evals.dialogs.suite import Dialog, Session
 from engram.evals.instrument import RunRecorder
-from engram.evals.sandbox import sandbox
+from engram.evals.sandbox import Sandbox, sandbox
 from engram.evals.scripted import ScriptedChatModel
 from engram.graph import Context
 from engram.graph.models import DEFAULT_CONTEXT_WINDOW
@@ -199,74 +199,98 @@ async def arun_dialog(
         for _, reply in session.exchanges()
     ]
     model = ScriptedChatModel(replies=replies, model_name=settings.model_name)
-    recorder = RunRecorder()
-    run = DialogRun(dialog)
-    engram_tokens: list[int] = []
-    baseline: list[int] = []
-    thread_baseline: list[int] = []
-    earlier = 0  # tokens of the earlier sessions' messages (not incognito ones)
-    sessions_by_thread: dict[str, str] = {}
+    replay = _Replay(DialogRun(dialog), settings, RunRecorder(), on_turn)
     async with sandbox(
         model, embeddings=settings.embeddings, memory_model=settings.memory_model
     ) as box:
         for session in dialog.sessions:
-            thread = f"{dialog.id}/{session.id}"
-            sessions_by_thread[thread] = session.id
-            ctx = Context(
-                user_id=USER_ID,
-                incognito=session.incognito,
-                context_window=settings.context_window,
-                memory_work="inline",  # each turn's memories are measured right after it
-                extraction=settings.extraction,
-            )
-            config: RunnableConfig = {
-                "configurable": {"thread_id": thread},
-                "callbacks": [recorder],
-                "metadata": {"eval_dialog": dialog.id, "eval_session": session.id},
-            }
-            for n, (user, _) in enumerate(session.exchanges()):
-                message = HumanMessage(
-                    user,
-                    id=f"{session.id}-u{n}",
-                    additional_kwargs={TIMESTAMP_KEY: session.date.isoformat()},
-                )
-                state = await _invoke(box.graph, {"messages": [message]}, config, ctx, thread, n)
-                engram_tokens.append(state["built_context"]["token_stats"]["total"])
-                run.encoding = state["built_context"]["encoding"]
-                run.failures.extend(state.get("failures", []))
-                run.user_turns += 1
-                if on_turn is not None:
-                    on_turn()
-            state = await _invoke(box.graph, {"end_session": True}, config, ctx, thread, None)
-            run.failures.extend(state.get("failures", []))
-            thread_prompts, session_tokens = _full_context(session, ctx, settings.model_name)
-            thread_baseline.extend(thread_prompts)
-            baseline.extend(n + (0 if session.incognito else earlier) for n in thread_prompts)
-            earlier += 0 if session.incognito else session_tokens
-            run.sessions.append(
-                SessionRun(
-                    session.id,
-                    await _snapshot(box.store, sessions_by_thread),
-                    [
-                        await _probe(box.store, p.id, p.query, settings)
-                        for p in dialog.probes_after(session.id)
-                    ],
-                )
-            )
-        run.episodes = await _episodes(box.store)
+            await replay.session(box, session)
+        replay.run.episodes = await _episodes(box.store)
     if model.remaining:
         raise DialogRunError(
             f"dialog {dialog.id}: the graph asked for {model.calls} replies but the dialog has "
             f"{len(replies)} assistant turns"
         )
-    run.trace = TokenTrace(engram_tokens, baseline, thread_baseline)
-    run.latencies = recorder.samples
-    run.model_calls = recorder.model_calls
-    run.model_tokens = recorder.model_tokens
-    run.memory_calls = recorder.memory_calls
-    run.memory_answers = recorder.memory_answers
-    run.seconds = time.perf_counter() - began
-    return run
+    return replay.finished(time.perf_counter() - began)
+
+
+@dataclass
+class _Replay:
+    """One dialog's replay as it goes: the run so far and the prompt sizes of both sides."""
+
+    run: DialogRun
+    settings: RunSettings
+    recorder: RunRecorder
+    on_turn: Callable[[], None] | None
+    engram_tokens: list[int] = field(default_factory=list)
+    baseline: list[int] = field(default_factory=list)
+    thread_baseline: list[int] = field(default_factory=list)
+    earlier: int = 0
+    """Tokens of the earlier sessions' messages (not incognito ones)."""
+    sessions_by_thread: dict[str, str] = field(default_factory=dict)
+
+    async def session(self, box: Sandbox, session: Session) -> None:
+        """Run the session's turns and its end, then snapshot the store and ask its probes."""
+        dialog = self.run.dialog
+        thread = f"{dialog.id}/{session.id}"
+        self.sessions_by_thread[thread] = session.id
+        ctx = Context(
+            user_id=USER_ID,
+            incognito=session.incognito,
+            context_window=self.settings.context_window,
+            memory_work="inline",  # each turn's memories are measured right after it
+            extraction=self.settings.extraction,
+        )
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread},
+            "callbacks": [self.recorder],
+            "metadata": {"eval_dialog": dialog.id, "eval_session": session.id},
+        }
+        for n, (user, _) in enumerate(session.exchanges()):
+            message = HumanMessage(
+                user,
+                id=f"{session.id}-u{n}",
+                additional_kwargs={TIMESTAMP_KEY: session.date.isoformat()},
+            )
+            state = await _invoke(box.graph, {"messages": [message]}, config, ctx, thread, n)
+            self.engram_tokens.append(state["built_context"]["token_stats"]["total"])
+            self.run.encoding = state["built_context"]["encoding"]
+            self.run.failures.extend(state.get("failures", []))
+            self.run.user_turns += 1
+            if self.on_turn is not None:
+                self.on_turn()
+        state = await _invoke(box.graph, {"end_session": True}, config, ctx, thread, None)
+        self.run.failures.extend(state.get("failures", []))
+        self._count_full_context(session, ctx)
+        self.run.sessions.append(
+            SessionRun(
+                session.id,
+                await _snapshot(box.store, self.sessions_by_thread),
+                [
+                    await _probe(box.store, p.id, p.query, self.settings)
+                    for p in dialog.probes_after(session.id)
+                ],
+            )
+        )
+
+    def _count_full_context(self, session: Session, ctx: Context) -> None:
+        """The prompts a model without engram would have been sent in this session."""
+        thread_prompts, session_tokens = _full_context(session, ctx, self.settings.model_name)
+        self.thread_baseline.extend(thread_prompts)
+        self.baseline.extend(n + (0 if session.incognito else self.earlier) for n in thread_prompts)
+        self.earlier += 0 if session.incognito else session_tokens
+
+    def finished(self, seconds: float) -> DialogRun:
+        """The run, with its token trace, latencies and model calls."""
+        run = self.run
+        run.trace = TokenTrace(self.engram_tokens, self.baseline, self.thread_baseline)
+        run.latencies = self.recorder.samples
+        run.model_calls = self.recorder.model_calls
+        run.model_tokens = self.recorder.model_tokens
+        run.memory_calls = self.recorder.memory_calls
+        run.memory_answers = self.recorder.memory_answers
+        run.seconds = seconds
+        return run
 
 
 async def _invoke(

@@ -177,44 +177,43 @@ def locomo(
 ) -> None:
     """LoCoMo: retrieval (any@k / all@k / frac@k of the evidence turns) or, with --mode qa,
     answer accuracy (J, F1, BLEU-1) beside full-context, no-memory and retrieval baselines."""
-    if mode not in ("engine", "graph", "qa"):
-        raise typer.BadParameter(
-            f"must be engine, graph or qa, got {mode!r}", param_hint="--mode"
-        )
     if mode == "qa":
         from engram.evals.qa.command import QAOptions, qa_command
 
         options = QAOptions(
             benchmark="locomo", data=data, model=model, judge=judge, memory_model=memory_model,
             baselines=baselines, categories=categories, conversations=conversations,
-            exclude=tuple(exclude or ()), limit=limit,
-            jobs=jobs, out=out,
+            exclude=tuple(exclude or ()), limit=limit, jobs=jobs, out=out,
         )
         _run(lambda console: qa_command(options, console))
         return
-    qa_only = {
+    retrieval = _retrieval_mode(mode, {
         "--model": model, "--judge": judge, "--baselines": baselines,
         "--categories": categories, "--exclude": exclude, "--limit": limit, "--jobs": jobs,
-    }
-    given = [name for name, value in qa_only.items() if value is not None]
-    if given:
+    })
+    from engram.evals.commands import locomo_command
+
+    _run(lambda console: locomo_command(
+        data=data, conversations=conversations, mode=retrieval, memory_model=memory_model,
+        out=out, strict=strict, console=console,
+    ))
+
+
+def _retrieval_mode(mode: str, qa_only: dict[str, object]) -> Literal["engine", "graph"]:
+    """`--mode` of a LoCoMo retrieval run, checked with the options only qa takes.
+
+    Raises:
+        typer.BadParameter: Another mode, or an option of qa given.
+    """
+    if mode not in ("engine", "graph"):
+        raise typer.BadParameter(
+            f"must be engine, graph or qa, got {mode!r}", param_hint="--mode"
+        )
+    if given := [name for name, value in qa_only.items() if value is not None]:
         raise typer.BadParameter(
             f"{', '.join(given)}: for --mode qa only", param_hint="--mode"
         )
-    from engram.evals.commands import locomo_command
-
-    chosen: Literal["engine", "graph"] = "engine" if mode == "engine" else "graph"
-    _run(
-        lambda console: locomo_command(
-            data=data,
-            conversations=conversations,
-            mode=chosen,
-            memory_model=memory_model,
-            out=out,
-            strict=strict,
-            console=console,
-        )
-    )
+    return "engine" if mode == "engine" else "graph"
 
 
 @app.command(cls=PlainCommand)

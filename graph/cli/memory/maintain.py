@@ -25,7 +25,7 @@ from engram.graph.cli.memory.support import (
 )
 
 if TYPE_CHECKING:  # loaded when the command runs, not for help
-    from engram.stores.maintenance.types import CompressedDraft, Compressor
+    from engram.stores.maintenance.types import CompressedDraft, Compressor, MaintenanceReport
     from engram.stores.memory.types import Memory
 
 
@@ -105,6 +105,12 @@ def maintain(
             report.compression = "skipped: --no-compress"
         elif report.compression.startswith("skipped: no memory model"):
             report.compression += "; pass --model or set ENGRAM_MEMORY_MODEL"
+    _print_reports(reports, as_json=as_json, all_users=all_users)
+
+
+def _print_reports(reports: list[MaintenanceReport], *, as_json: bool, all_users: bool) -> None:
+    """The runs' reports: JSON (a list with --all-users), or a table and the compression's
+    outcome per user."""
     if as_json:
         print_json([r.to_dict() for r in reports] if all_users else reports[0].to_dict())
         return
