@@ -156,9 +156,15 @@ async def arun_graph(
             )
         if on_conversation is not None:
             on_conversation(conversation.sample_id, time.perf_counter() - began)
+    return {"mode": "graph", **_graph_report(rows, loaded, ks), "conversations": stats}
+
+
+def _graph_report(
+    rows: list[tuple[Question, dict[str, Coverage]]], loaded: Sequence[Any], ks: Sequence[int]
+) -> dict[str, Any]:
+    """The metrics over every question and by category, and how many questions were scored."""
     labels = [*(str(k) for k in ks), "default"]
     return {
-        "mode": "graph",
         "metrics": {
             **coverage_means(rows, labels),
             "by_category": {
@@ -176,7 +182,6 @@ async def arun_graph(
             "skipped_without_evidence": sum(c.skipped_questions for c in loaded),
             "evidence_ids_dropped": sum(len(c.dropped_evidence) for c in loaded),
         },
-        "conversations": stats,
     }
 
 

@@ -189,88 +189,81 @@ def _contenders(tmp: str, lookup: dict[str, list[float]]) -> dict[str, dict[str,
     raw_no_document = chromadb.PersistentClient(path=f"{tmp}/raw_meta").get_or_create_collection(
         "bench", embedding_function=None, metadata={"hnsw:space": "cosine"}
     )
-    memory = InMemoryStore(index=index)
-
-    def store_put(store):
-        def put(data: dict[str, Any], start: int) -> None:
-            texts = data["texts"][start : start + PUT_BATCH]
-            users = data["users"][start : start + PUT_BATCH]
-            store.batch(
-                [
-                    PutOp(("memories", user), str(start + i), {"text": text, "importance": 0.5})
-                    for i, (text, user) in enumerate(zip(texts, users))
-                ]
-            )
-
-        return put
-
-    def raw_put_into(collection: chromadb.Collection, *, documents: bool):
-        def put(data: dict[str, Any], start: int) -> None:
-            texts = data["texts"][start : start + PUT_BATCH]
-            users = data["users"][start : start + PUT_BATCH]
-            values = [json.dumps({"text": t, "importance": 0.5}) for t in texts]
-            metadatas = [
-                {"namespace": f"memories/{u}", "root": "memories", "importance": 0.5} for u in users
-            ]
-            if not documents:
-                metadatas = [{**meta, "value": v} for meta, v in zip(metadatas, values)]
-            collection.upsert(
-                ids=[str(start + i) for i in range(len(texts))],
-                embeddings=[lookup[t] for t in texts],
-                documents=values if documents else None,
-                metadatas=metadatas,
-            )
-
-        return put
-
-    def store_search(store):
-        def search(prefix: tuple[str, ...], q: str) -> list[str]:
-            return [item.key for item in store.search(prefix, query=q, limit=10)]
-
-        return search
-
-    def raw_search_in(collection: chromadb.Collection, *, documents: bool):
-        def search(prefix: tuple[str, ...], q: str) -> list[str]:
-            where = {"namespace": "/".join(prefix)} if len(prefix) > 1 else {"root": prefix[0]}
-            found = collection.query(
-                query_embeddings=[lookup[q]],
-                n_results=10,
-                where=where,
-                include=["documents", "metadatas", "distances"]
-                if documents
-                else ["metadatas", "distances"],
-            )
-            return found["ids"][0]
-
-        return search
-
-    return {
-        "chroma_store": {
-            "put": store_put(chroma_store),
-            "search": store_search(chroma_store),
-            "close": chroma_store.close,
-        },
-        "chroma_store_no_bm25": {
-            "put": store_put(no_bm25),
-            "search": store_search(no_bm25),
-            "close": no_bm25.close,
-        },
-        "raw_chromadb": {
-            "put": raw_put_into(raw, documents=True),
-            "search": raw_search_in(raw, documents=True),
-            "close": lambda: None,
-        },
-        "raw_no_document": {
-            "put": raw_put_into(raw_no_document, documents=False),
-            "search": raw_search_in(raw_no_document, documents=False),
-            "close": lambda: None,
-        },
-        "in_memory": {
-            "put": store_put(memory),
-            "search": store_search(memory),
-            "close": lambda: None,
-        },
+    contenders = {
+        "chroma_store": _StoreContender(chroma_store, chroma_store.close),
+        "chroma_store_no_bm25": _StoreContender(no_bm25, no_bm25.close),
+        "raw_chromadb": _RawContender(raw, lookup, documents=True),
+        "raw_no_document": _RawContender(raw_no_document, lookup, documents=False),
+        "in_memory": _StoreContender(InMemoryStore(index=index), lambda: None),
     }
+    return {
+        name: {"put": c.put, "search": c.search, "close": c.close}
+        for name, c in contenders.items()
+    }
+
+
+class _StoreContender:
+    """A LangGraph store: puts through its batch, searches with a query."""
+
+    def __init__(self, store: Any, close: Callable[[], None]) -> None:
+        self.store = store
+        self.close = close
+
+    def put(self, data: dict[str, Any], start: int) -> None:
+        texts = data["texts"][start : start + PUT_BATCH]
+        users = data["users"][start : start + PUT_BATCH]
+        self.store.batch(
+            [
+                PutOp(("memories", user), str(start + i), {"text": text, "importance": 0.5})
+                for i, (text, user) in enumerate(zip(texts, users))
+            ]
+        )
+
+    def search(self, prefix: tuple[str, ...], q: str) -> list[str]:
+        return [item.key for item in self.store.search(prefix, query=q, limit=10)]
+
+
+class _RawContender:
+    """A hand-written Chroma integration: the value as the document (or, without documents, in
+    the metadata), the namespace and its first label as metadata for filters."""
+
+    def __init__(
+        self, collection: chromadb.Collection, lookup: dict[str, list[float]], *, documents: bool
+    ) -> None:
+        self.collection = collection
+        self.lookup = lookup
+        self.documents = documents
+
+    def put(self, data: dict[str, Any], start: int) -> None:
+        texts = data["texts"][start : start + PUT_BATCH]
+        users = data["users"][start : start + PUT_BATCH]
+        values = [json.dumps({"text": t, "importance": 0.5}) for t in texts]
+        metadatas = [
+            {"namespace": f"memories/{u}", "root": "memories", "importance": 0.5} for u in users
+        ]
+        if not self.documents:
+            metadatas = [{**meta, "value": v} for meta, v in zip(metadatas, values)]
+        self.collection.upsert(
+            ids=[str(start + i) for i in range(len(texts))],
+            embeddings=[self.lookup[t] for t in texts],
+            documents=values if self.documents else None,
+            metadatas=metadatas,
+        )
+
+    def search(self, prefix: tuple[str, ...], q: str) -> list[str]:
+        where = {"namespace": "/".join(prefix)} if len(prefix) > 1 else {"root": prefix[0]}
+        found = self.collection.query(
+            query_embeddings=[self.lookup[q]],
+            n_results=10,
+            where=where,
+            include=["documents", "metadatas", "distances"]
+            if self.documents
+            else ["metadatas", "distances"],
+        )
+        return found["ids"][0]
+
+    def close(self) -> None:
+        """Chroma's client has nothing to close."""
 
 
 def _put_in_turns(
