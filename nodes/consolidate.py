@@ -278,9 +278,10 @@ class Consolidator:
         extractor."""
         if self.extractor is not None:
             return "given", self.extractor
-        name = extraction_for(self.memory_model, ctx.extraction)  # type: ignore[arg-type]
+        model = self.memory_model
+        name = extraction_for(model, ctx.extraction)  # type: ignore[arg-type]
         if name not in self._extractors:
-            self._extractors[name] = make_extractor(self.memory_model, name)  # type: ignore[arg-type]
+            self._extractors[name] = make_extractor(model, name)  # type: ignore[arg-type]
         return name, self._extractors[name]
 
     async def _extract_and_write(
