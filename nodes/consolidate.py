@@ -128,8 +128,8 @@ class _Written:
 
 class Consolidator:
     """The `consolidate` node (see the module docstring) and its background jobs, with a method
-    for each of the turn's records: the extraction, the recall counts, the session's archive,
-    the procedures and the thread's registration.
+    for each of the turn's records: the extraction, the recall counts, the session's archive
+    and the thread's registration (the procedures are `engram.nodes.procedures`').
 
     Args:
         memory_model: Extracts memories with structured output; None uses the offline rules.
