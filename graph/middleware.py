@@ -66,7 +66,7 @@ from engram.graph.loop import run_sync
 from engram.graph.models import context_window_for, model_name_of
 from engram.graph.offload import AsyncToolHandler, ToolHandler, offload_tools, offload_wrappers
 from engram.graph.run_context import UserMismatchError, context_for_run
-from engram.nodes.compact import make_compact, should_compact
+from engram.nodes.compact import Compactor
 from engram.nodes.consolidate import make_consolidate
 from engram.nodes.context import Context
 from engram.nodes.model.summarize import Summarizer
@@ -74,7 +74,6 @@ from engram.nodes.offload import Offloader
 from engram.nodes.owner import ThreadOwnerError, check_thread_owner
 from engram.nodes.start import begin_turn, current_input_start, model_input, prepare_context
 from engram.nodes.state import EngramState, PendingProcedure
-from engram.nodes.text.tokens import counter_for_model
 from engram.nodes.text.transcript import stamp_reply
 from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 
@@ -161,7 +160,7 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         """Whether a model call with no other tools still gets the two reading tools."""
         # compaction decides what the model sees: always before the model call (inline)
         self._work = MemoryWork(memory_model=memory_model is not None, kinds=("consolidate",))
-        self._compact = make_compact(
+        self._compactor = Compactor(
             memory_model, model_name=model_name, summarizer=summarizer, work=self._work
         )
         self._consolidate = make_consolidate(memory_model, work=self._work)
@@ -284,10 +283,9 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
     async def _compact_if_due(
         self, state: EngramAgentState, runtime: Runtime[Context]
     ) -> dict[str, Any] | None:
-        counter = counter_for_model(self.model_name)
-        if not should_compact(state, runtime.context, counter):
+        if not self._compactor.due(state, runtime.context):
             return None
-        return await self._compact(state, runtime)
+        return await self._compactor.compact(state, runtime)
 
     def _tools_for(self, request: ModelRequest) -> list[Any]:
         """The request's tools, without the two that read offloaded results when it has no

@@ -113,15 +113,11 @@ def eviction_cut(messages: Sequence[BaseMessage], keep: int) -> int:
     return cut
 
 
-def make_compact(
-    memory_model: BaseChatModel | None,
-    *,
-    model_name: str | None,
-    summarizer: Summarizer | None = None,
-    work: MemoryWork | None = None,
-    task_updater: TaskUpdater | None = None,
-) -> CompactNode:
-    """The `compact` node.
+class Compactor:
+    """The `compact` node (see the module docstring) and its background jobs, a method per
+    concern: the trigger (`due`), the fold (`_fold`: the summary, the task state, the archive)
+    and the node itself (`compact`: what to evict, and its eviction by `compaction_update`,
+    which applies background jobs' folds too).
 
     Args:
         memory_model: Writes the summary; None uses the offline extractive summarizer.
@@ -131,10 +127,30 @@ def make_compact(
             turn applies (`engram.nodes.work.background`); None always folds inline.
         task_updater: Overrides the task-state update `TaskUpdater(memory_model)` would do.
     """
-    summarizer = summarizer or make_summarizer(memory_model)
-    task_updater = task_updater or TaskUpdater(memory_model)
 
-    async def compact(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+    def __init__(
+        self,
+        memory_model: BaseChatModel | None,
+        *,
+        model_name: str | None,
+        summarizer: Summarizer | None = None,
+        work: MemoryWork | None = None,
+        task_updater: TaskUpdater | None = None,
+    ) -> None:
+        self.model_name = model_name
+        self.summarizer = summarizer or make_summarizer(memory_model)
+        self.task_updater = task_updater or TaskUpdater(memory_model)
+        self.work = work
+        if work is not None:
+            work.register("compact", self.run_job)
+
+    def due(self, state: EngramState, ctx: Context) -> bool:
+        """Whether this turn compacts (`should_compact`, with the answering model's counts)."""
+        return should_compact(state, ctx, counter_for_model(self.model_name))
+
+    async def compact(self, state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """The node: everything before the kept tail folded into the summary and evicted,
+        inline or by a background job; the state update."""
         ctx = runtime.context
         messages = state["messages"]
         turn = state.get("turn", 0)
@@ -145,18 +161,9 @@ def make_compact(
             return restart
         over_cap = len(messages) > ctx.max_messages
         evicted_ids = [m.id for m in evicted if m.id]
-        if work is not None and work.in_background(ctx, "compact"):
-            job = {
-                "message_ids": evicted_ids,
-                "over_cap": over_cap,
-                "restore": {
-                    "last_compaction_turn": state.get("last_compaction_turn", turn - 2),
-                    "kept_tail_ids": list(state.get("kept_tail_ids", ())),
-                },
-            }
-            if (recorded := await work.submit("compact", job, state, runtime)) is not None:
-                return {**restart, **recorded}
-        fold = await _fold(state, evicted, over_cap, runtime)
+        if (recorded := await self._submit(state, evicted_ids, over_cap, runtime)) is not None:
+            return {**restart, **recorded}
+        fold = await self._fold(state, evicted, over_cap, runtime)
         if not fold["ok"]:
             return {"failures": fold["failures"]}
         update = compaction_update(
@@ -165,15 +172,37 @@ def make_compact(
         return {**restart, **update}
 
     async def run_job(
-        job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
+        self, job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
     ) -> dict[str, Any]:
         """A background compaction: the fold of the job's messages (applied by `start`)."""
         ids = set(job["message_ids"])
         evicted = [m for m in state["messages"] if m.id in ids]
-        return await _fold(state, evicted, job["over_cap"], runtime)
+        return await self._fold(state, evicted, job["over_cap"], runtime)
+
+    async def _submit(
+        self,
+        state: EngramState,
+        evicted_ids: list[str],
+        over_cap: bool,
+        runtime: Runtime[Context],
+    ) -> dict[str, Any] | None:
+        """Record the fold as a background job when the run's mode says so; the state update
+        that records it, or None to fold inline."""
+        if self.work is None or not self.work.in_background(runtime.context, "compact"):
+            return None
+        turn = state.get("turn", 0)
+        job = {
+            "message_ids": evicted_ids,
+            "over_cap": over_cap,
+            "restore": {
+                "last_compaction_turn": state.get("last_compaction_turn", turn - 2),
+                "kept_tail_ids": list(state.get("kept_tail_ids", ())),
+            },
+        }
+        return await self.work.submit("compact", job, state, runtime)
 
     async def _fold(
-        state: EngramState, evicted: Sequence[BaseMessage], over_cap: bool,
+        self, state: EngramState, evicted: Sequence[BaseMessage], over_cap: bool,
         runtime: Runtime[Context],
     ) -> dict[str, Any]:
         """The new summary of the state's summary + `evicted`, the new task state (when the
@@ -181,61 +210,87 @@ def make_compact(
         False when the summarizer or the archive failed (nothing may be evicted then), unless
         the hard cap forces the eviction (a lossy note in the summary then)."""
         ctx = runtime.context
-        counter = counter_for_model(model_name)
+        counter = counter_for_model(self.model_name)
         failures: list[dict[str, str]] = []
         lossy = False
         previous = state.get("summary", "")
         readable = redact_messages(evicted)
         try:
-            summary = await summarizer.asummarize(
-                redact(previous).text,
-                readable,
-                max_tokens=ctx.max_summary_tokens,
-                counter=counter,
+            summary = await self.summarizer.asummarize(
+                redact(previous).text, readable, max_tokens=ctx.max_summary_tokens, counter=counter
             )
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("summarize", exc))
             if not over_cap:
                 return {"ok": False, "failures": failures}
-            summary, lossy = (
-                _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter),
-                True,
-            )
+            summary = _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter)
+            lossy = True
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
         summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
-        task: dict[str, Any] = {}
-        if state.get("task_state") or _uses_tools(state["messages"]):  # a plain chat has none
-            task["task_state"], task_failures = await task_updater.aupdate(
-                state.get("task_state"), readable, counter
-            )
-            failures += task_failures
-
-        episode_keys: list[str] = []
-        if runtime.store is not None and not ctx.incognito:
-            thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
-            ops = episode_ops(evicted, user_id=ctx.user_id, thread_id=thread_id)
-            try:
-                await runtime.store.abatch(ops)
-                episode_keys = [op.key for op in ops]
-            except RECOVERABLE_ERRORS as exc:
-                failures.append(record_failure("archive", exc))
-                if not over_cap:
-                    return {"ok": False, "failures": failures}
+        task, task_failures = await self._task_update(state, readable, counter)
+        failures += task_failures
+        episode_keys, failure = await self._archive(evicted, runtime)
+        if failure is not None:
+            failures.append(failure)
+            if not over_cap:
+                return {"ok": False, "failures": failures}
         return {
             "ok": True,
             "summary": summary,
             "summary_tokens": counter.count_text(summary),
             **task,
-            "mode": summarizer.mode,
+            "mode": self.summarizer.mode,
             "lossy": lossy,
             "episodes": len(episode_keys),
             "episode_keys": episode_keys,
             "failures": failures,
         }
 
-    if work is not None:
-        work.register("compact", run_job)
-    return compact
+    async def _task_update(
+        self, state: EngramState, readable: Sequence[BaseMessage], counter: TokenCounter
+    ) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        """The update of the task state from the folded messages, when the thread has one or its
+        messages hold a tool-using run (a plain chat has none), and its failures."""
+        if not (state.get("task_state") or _uses_tools(state["messages"])):
+            return {}, []
+        task_state, failures = await self.task_updater.aupdate(
+            state.get("task_state"), readable, counter
+        )
+        return {"task_state": task_state}, failures
+
+    async def _archive(
+        self, evicted: Sequence[BaseMessage], runtime: Runtime[Context]
+    ) -> tuple[list[str], dict[str, str] | None]:
+        """Archive `evicted` as episodes (not in incognito runs, nor without a store): their
+        keys, or the store's failure."""
+        ctx = runtime.context
+        if runtime.store is None or ctx.incognito:
+            return [], None
+        thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+        ops = episode_ops(evicted, user_id=ctx.user_id, thread_id=thread_id)
+        try:
+            await runtime.store.abatch(ops)
+        except RECOVERABLE_ERRORS as exc:
+            return [], record_failure("archive", exc)
+        return [op.key for op in ops], None
+
+
+def make_compact(
+    memory_model: BaseChatModel | None,
+    *,
+    model_name: str | None,
+    summarizer: Summarizer | None = None,
+    work: MemoryWork | None = None,
+    task_updater: TaskUpdater | None = None,
+) -> CompactNode:
+    """The `compact` node: `Compactor(...).compact`, with the arguments of `Compactor`."""
+    return Compactor(
+        memory_model,
+        model_name=model_name,
+        summarizer=summarizer,
+        work=work,
+        task_updater=task_updater,
+    ).compact
 
 
 def _uses_tools(messages: Sequence[BaseMessage]) -> bool:

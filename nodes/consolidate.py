@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -111,16 +112,24 @@ def consolidation_trigger(state: EngramState, every_turns: int) -> Trigger | Non
     return None
 
 
-def make_consolidate(
-    memory_model: BaseChatModel | None,
-    *,
-    extractor: Extractor | None = None,
-    merge_decider: MergeDecider | None = None,
-    window_messages: int = WINDOW_MESSAGES,
-    window_tokens: int = WINDOW_TOKENS,
-    work: MemoryWork | None = None,
-) -> ConsolidateNode:
-    """The `consolidate` node.
+@dataclass
+class _Written:
+    """What the windows of one extraction wrote, and what failed on the way."""
+
+    message_ids: list[str] = field(default_factory=list)
+    """The messages of the windows whose memories were written (or proposed)."""
+    results: list[WriteResult] = field(default_factory=list)
+    proposed: list[PendingMemory] = field(default_factory=list)
+    """Memories waiting for the user's approval (`Context.confirm_memories`)."""
+    failures: list[dict[str, str]] = field(default_factory=list)
+    fallback_windows: int = 0
+    """Windows the offline rules extracted from because the memory model failed on them."""
+
+
+class Consolidator:
+    """The `consolidate` node (see the module docstring) and its background jobs, with a method
+    for each of the turn's records: the extraction, the recall counts, the session's archive
+    and the thread's registration (the procedures are `engram.nodes.procedures`').
 
     Args:
         memory_model: Extracts memories with structured output; None uses the offline rules.
@@ -133,81 +142,52 @@ def make_consolidate(
             (`engram.nodes.work.background`); a session end first waits for the thread's jobs and
             applies them. None always extracts inline.
     """
-    extractors: dict[str, Extractor] = {}
 
-    def extractor_for(ctx: Context) -> tuple[str, Extractor]:
-        """The run's extraction ("write", "review", "rules"; "given" for `extractor`) and its
-        extractor."""
-        if extractor is not None:
-            return "given", extractor
-        name = extraction_for(memory_model, ctx.extraction)  # type: ignore[arg-type]
-        if name not in extractors:
-            extractors[name] = make_extractor(memory_model, name)  # type: ignore[arg-type]
-        return name, extractors[name]
-
-    fallback = RuleExtractor()
-    decider = merge_decider if merge_decider is not None else make_merge_decider(memory_model)
-
-    async def consolidate(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
-        applied: dict[str, Any] = {}
-        known_jobs = list(state.get("memory_jobs", ()))
-        if work is not None and state.get("end_session") and not runtime.context.incognito:
-            applied = await work.collect(state, runtime, finish=True)
-            state = applied_state(state, applied)
-        update = await _submit(state, runtime) if work is not None else None
-        submitted = update or {}
-        if update is None:
-            update = await _extract_and_write(state, runtime)
-        elif work is not None and state.get("end_session"):  # no reply to hurry: wait for it
-            finished = await work.collect(applied_state(state, update), runtime, finish=True)
-            update = merge_updates(update, finished)
-            # A session-end run skips `start`, which otherwise resets the turn's failures.
-            failures = update.get("failures", [])
-            update["failures"] = failures if isinstance(failures, Overwrite) else Overwrite(failures)
-        update = merge_updates(applied, update)
-        if failure := await _count_recalls(state, runtime):
-            update["failures"] = [*update.get("failures", []), failure]
-        if failure := await _archive_session(state, runtime):
-            update = merge_updates(update, {"failures": [failure]})
-        update = merge_updates(update, await learn_procedure(state, runtime))
-        update.update(claim(state, runtime.context.user_id))
-        if runtime.store is not None and state.get("registered_user") != runtime.context.user_id:
-            update.update(await _register_thread(runtime))
+    def __init__(
+        self,
+        memory_model: BaseChatModel | None,
+        *,
+        extractor: Extractor | None = None,
+        merge_decider: MergeDecider | None = None,
+        window_messages: int = WINDOW_MESSAGES,
+        window_tokens: int = WINDOW_TOKENS,
+        work: MemoryWork | None = None,
+    ) -> None:
+        self.memory_model = memory_model
+        self.extractor = extractor
+        self.window_messages = window_messages
+        self.window_tokens = window_tokens
+        self.work = work
+        self._extractors: dict[str, Extractor] = {}
+        self._fallback = RuleExtractor()
+        self.merge_decider = (
+            merge_decider if merge_decider is not None else make_merge_decider(memory_model)
+        )
         if work is not None:
-            jobs = [*known_jobs, *submitted.get("memory_jobs", ())]
-            if failures := await work.release(jobs, update, runtime):
-                update = merge_updates(update, {"failures": failures})
-        return update
+            work.register("consolidate", self.run_job)
 
-    async def _submit(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any] | None:
-        """Record the extraction as a background job when the run's mode says so; the state
-        update, or None to extract inline."""
-        ctx = runtime.context
-        trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
-        if (
-            work is None
-            or trigger is None
-            or runtime.store is None
-            or not work.in_background(ctx, "consolidate")
-        ):
-            return None
-        done = list(state.get("consolidated_message_ids", ()))
-        _, todo = _todo(state, set(done))
-        if not todo:
-            return None
-        job = {"trigger": trigger, "messages": to_pending(todo)}
-        recorded = await work.submit("consolidate", job, state, runtime)
-        if recorded is None:
-            return None
-        return {
-            "turns_since_consolidation": 0,
-            "pending_extraction": [],  # the job holds them now
-            "consolidated_message_ids": _bounded(done + [m.id for m in todo if m.id], state),
-            **recorded,
-        }
+    async def consolidate(self, state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """The node: the extraction (inline, or submitted as a background job), then the turn's
+        other records; the state update."""
+        known_jobs = list(state.get("memory_jobs", ()))
+        applied = await self._collect_at_session_end(state, runtime)
+        state = applied_state(state, applied)
+        submitted = await self._submit(state, runtime)
+        if submitted is None:
+            extracted = await self._extract_and_write(state, runtime)
+        else:
+            extracted = await self._wait_at_session_end(state, submitted, runtime)
+        update = merge_updates(applied, extracted)
+        update = merge_updates(update, await self._count_recalls(state, runtime))
+        update = merge_updates(update, await self._archive_session(state, runtime))
+        update = merge_updates(update, await learn_procedure(state, runtime))
+        update = merge_updates(update, claim(state, runtime.context.user_id))
+        update = merge_updates(update, await self._register_thread(state, runtime))
+        jobs = [*known_jobs, *(submitted or {}).get("memory_jobs", ())]
+        return merge_updates(update, await self._release(jobs, update, runtime))
 
     async def run_job(
-        job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
+        self, job: dict[str, Any], state: EngramState, runtime: Runtime[Context]
     ) -> dict[str, Any]:
         """A background consolidation: the job's messages extracted and written; the result
         `start` applies (the record, the `memory.*` events, what could not be written)."""
@@ -219,7 +199,7 @@ def make_consolidate(
             "consolidated_message_ids": [m.id for m in thread if m.id not in ids],
         }
         events: list[dict[str, Any]] = []
-        update = await _extract_and_write(
+        update = await self._extract_and_write(
             snapshot,  # type: ignore[arg-type]
             runtime.override(stream_writer=events.append),
         )
@@ -230,7 +210,85 @@ def make_consolidate(
             "events": events,
         }
 
-    async def _extract_and_write(state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+    # -- background jobs ----------------------------------------------------------------------
+
+    async def _collect_at_session_end(
+        self, state: EngramState, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """At a session end, the thread's background jobs waited for and applied; the update."""
+        if self.work is None or not state.get("end_session") or runtime.context.incognito:
+            return {}
+        return await self.work.collect(state, runtime, finish=True)
+
+    async def _submit(self, state: EngramState, runtime: Runtime[Context]) -> dict[str, Any] | None:
+        """Record the extraction as a background job when the run's mode says so; the state
+        update, or None to extract inline."""
+        ctx = runtime.context
+        trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
+        if (
+            self.work is None
+            or trigger is None
+            or runtime.store is None
+            or not self.work.in_background(ctx, "consolidate")
+        ):
+            return None
+        done = list(state.get("consolidated_message_ids", ()))
+        _, todo = _todo(state, set(done))
+        if not todo:
+            return None
+        job = {"trigger": trigger, "messages": to_pending(todo)}
+        recorded = await self.work.submit("consolidate", job, state, runtime)
+        if recorded is None:
+            return None
+        return {
+            "turns_since_consolidation": 0,
+            "pending_extraction": [],  # the job holds them now
+            "consolidated_message_ids": _bounded(done + [m.id for m in todo if m.id], state),
+            **recorded,
+        }
+
+    async def _wait_at_session_end(
+        self, state: EngramState, submitted: dict[str, Any], runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """The update that submitted a job; at a session end (no reply to hurry), with the job
+        waited for and applied."""
+        if self.work is None or not state.get("end_session"):
+            return submitted
+        finished = await self.work.collect(applied_state(state, submitted), runtime, finish=True)
+        update = merge_updates(submitted, finished)
+        # A session-end run skips `start`, which otherwise resets the turn's failures.
+        failures = update.get("failures", [])
+        update["failures"] = failures if isinstance(failures, Overwrite) else Overwrite(failures)
+        return update
+
+    async def _release(
+        self, jobs: list[dict[str, Any]], update: dict[str, Any], runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """Delete the journal entries of the `jobs` that `update` applied
+        (`MemoryWork.release`); the update of its failures."""
+        if self.work is None:
+            return {}
+        failures = await self.work.release(jobs, update, runtime)
+        return {"failures": failures} if failures else {}
+
+    # -- the extraction -----------------------------------------------------------------------
+
+    def _extractor_for(self, ctx: Context) -> tuple[str, Extractor]:
+        """The run's extraction ("write", "review", "rules"; "given" for `extractor`) and its
+        extractor."""
+        if self.extractor is not None:
+            return "given", self.extractor
+        model = self.memory_model
+        name = extraction_for(model, ctx.extraction)  # type: ignore[arg-type]
+        if name not in self._extractors:
+            self._extractors[name] = make_extractor(model, name)  # type: ignore[arg-type]
+        return name, self._extractors[name]
+
+    async def _extract_and_write(
+        self, state: EngramState, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """Extract from the messages not extracted from yet and write what they hold, when this
+        turn extracts; the state update."""
         ctx = runtime.context
         done = list(state.get("consolidated_message_ids", ()))
         if ctx.incognito:
@@ -244,81 +302,195 @@ def make_consolidate(
 
         seen = set(done)
         pending, todo = _todo(state, seen)
-        counter = counter_for_model(None)
-        extraction, extract = extractor_for(ctx)
-        ltm = LongTermMemory(runtime.store, merge_decider=decider)
-        thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
-        failures: list[dict[str, str]] = []
-        written: list[str] = []
-        results: list[WriteResult] = []
-        proposed: list[PendingMemory] = []
-        fallbacks = 0
-        for window in windows(todo, counter, max_messages=window_messages, max_tokens=window_tokens):
-            context = _context_for(window, state["messages"], seen)
-            try:
-                candidates = await extract.aextract(window, context=context)
-            except RECOVERABLE_ERRORS as exc:
-                failures.append(record_failure("extract", exc))
-                if extract.mode != "llm":
-                    continue
-                candidates = await fallback.aextract(window, context=context)
-                fallbacks += 1
-            candidates = said_when(_most_important(candidates, window, counter, window_tokens), window)
-            ids = [m.id for m in window if m.id]
-            try:
-                if ctx.confirm_memories:
-                    proposed.extend(await PendingMemories(runtime.store, ltm).apropose(
-                        ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
-                    ))
-                    window_results = []
-                else:
-                    window_results = await ltm.aupsert(
-                        ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
-                    )
-            except RECOVERABLE_ERRORS as exc:
-                failures.append(record_failure("store", exc))
-                continue
-            results.extend(window_results)
-            failures.extend(decision_failures(window_results))
-            written.extend(ids)
-
-        announce_writes(runtime.stream_writer, ctx.user_id, results)
-        announce_pending(runtime.stream_writer, ctx.user_id, proposed)
+        extraction, extract = self._extractor_for(ctx)
+        ltm = LongTermMemory(runtime.store, merge_decider=self.merge_decider)
+        written = await self._write_windows(todo, state["messages"], seen, extract, ltm, runtime)
+        announce_writes(runtime.stream_writer, ctx.user_id, written.results)
+        announce_pending(runtime.stream_writer, ctx.user_id, written.proposed)
         logger.info(
             "consolidated %d of %d messages (%s, %s extractor): %s",
-            len(written), len(todo), trigger, extract.mode, _tally(results) or "nothing to remember",
+            len(written.message_ids), len(todo), trigger, extract.mode,
+            _tally(written.results) or "nothing to remember",
         )
-        finished = set(written)
-        still_pending = [m for m in pending if m.id not in finished]
-        if len(still_pending) > MAX_PENDING:
-            logger.warning(
-                "dropping %d evicted messages that could not be extracted after repeated failures",
-                len(still_pending) - MAX_PENDING,
-            )
-            still_pending = still_pending[-MAX_PENDING:]
+        failures = written.failures
         return {
             "turns_since_consolidation": 0,
-            "pending_extraction": to_pending(still_pending),
-            "consolidated_message_ids": _bounded(done + written, state),
-            "consolidation": {
-                "trigger": trigger,
-                "mode": extract.mode,
-                "extraction": extraction,
-                "fallback_windows": fallbacks,
-                "messages": len(written),
-                "actions": _counts(results),
-                **({"decisions": decision_counts(results)} if decider is not None else {}),
-                "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
-                **({"pending_ids": [p.id for p in proposed]} if ctx.confirm_memories else {}),
-                "at": datetime.now(UTC).isoformat(),
-            },
+            "pending_extraction": to_pending(_still_pending(pending, written.message_ids)),
+            "consolidated_message_ids": _bounded(done + written.message_ids, state),
+            "consolidation": self._record(trigger, extraction, extract.mode, written, ctx),
             # A session-end run skips `start`, which otherwise resets the turn's failures.
             "failures": Overwrite(failures) if state.get("end_session") else failures,
         }
 
-    if work is not None:
-        work.register("consolidate", run_job)
-    return consolidate
+    async def _write_windows(
+        self,
+        todo: Sequence[BaseMessage],
+        thread: Sequence[BaseMessage],
+        seen: set[str],
+        extract: Extractor,
+        ltm: LongTermMemory,
+        runtime: Runtime[Context],
+    ) -> _Written:
+        """`todo` extracted from window by window (`windows`), each window's memories written
+        (or proposed) as soon as it is extracted."""
+        counter = counter_for_model(None)
+        thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+        written = _Written()
+        for window in windows(
+            todo, counter, max_messages=self.window_messages, max_tokens=self.window_tokens
+        ):
+            context = _context_for(window, thread, seen)
+            candidates = await self._extract_window(window, context, extract, written)
+            if candidates is None:
+                continue
+            candidates = said_when(
+                _most_important(candidates, window, counter, self.window_tokens), window
+            )
+            await self._write_window(window, candidates, ltm, runtime, thread_id, written)
+        return written
+
+    async def _extract_window(
+        self,
+        window: list[BaseMessage],
+        context: list[BaseMessage],
+        extract: Extractor,
+        written: _Written,
+    ) -> list[MemoryCandidate] | None:
+        """The window's candidates; when the memory model fails on it, the offline rules'
+        (recorded in `written`). None when an offline extractor failed: the window is skipped."""
+        try:
+            return await extract.aextract(window, context=context)
+        except RECOVERABLE_ERRORS as exc:
+            written.failures.append(record_failure("extract", exc))
+            if extract.mode != "llm":
+                return None
+            candidates = await self._fallback.aextract(window, context=context)
+            written.fallback_windows += 1
+            return candidates
+
+    async def _write_window(
+        self,
+        window: list[BaseMessage],
+        candidates: list[MemoryCandidate],
+        ltm: LongTermMemory,
+        runtime: Runtime[Context],
+        thread_id: str | None,
+        written: _Written,
+    ) -> None:
+        """Write the window's candidates, or propose them (`Context.confirm_memories`), and
+        record the outcome in `written`; a store failure leaves the window unwritten."""
+        ctx = runtime.context
+        ids = [m.id for m in window if m.id]
+        try:
+            if ctx.confirm_memories:
+                written.proposed.extend(await PendingMemories(ltm.store, ltm).apropose(
+                    ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
+                ))
+                results = []
+            else:
+                results = await ltm.aupsert(
+                    ctx.user_id, candidates, thread_id=thread_id, message_ids=ids
+                )
+        except RECOVERABLE_ERRORS as exc:
+            written.failures.append(record_failure("store", exc))
+            return
+        written.results.extend(results)
+        written.failures.extend(decision_failures(results))
+        written.message_ids.extend(ids)
+
+    def _record(
+        self, trigger: Trigger, extraction: str, mode: str, written: _Written, ctx: Context
+    ) -> dict[str, Any]:
+        """The record of the extraction (`ConsolidationInfo`)."""
+        results = written.results
+        return {
+            "trigger": trigger,
+            "mode": mode,
+            "extraction": extraction,
+            "fallback_windows": written.fallback_windows,
+            "messages": len(written.message_ids),
+            "actions": _counts(results),
+            **({"decisions": decision_counts(results)} if self.merge_decider is not None else {}),
+            "memory_ids": [r.memory.id for r in results if r.memory and r.action not in _QUIET],
+            **({"pending_ids": [p.id for p in written.proposed]} if ctx.confirm_memories else {}),
+            "at": datetime.now(UTC).isoformat(),
+        }
+
+    # -- the turn's other records -------------------------------------------------------------
+
+    async def _count_recalls(self, state: EngramState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Count this turn's recall of the memories `start` put in the prompt (their
+        `access_count` and `last_accessed`), after the reply rather than before it; the update
+        of its failure."""
+        used = state.get("built_context", {}).get("memory_ids", [])
+        if state.get("end_session") or runtime.store is None or not used:
+            return {}
+        try:
+            await LongTermMemory(runtime.store).atouch(runtime.context.user_id, used)
+        except RECOVERABLE_ERRORS as exc:
+            return {"failures": [record_failure("recall_stats", exc)]}
+        return {}
+
+    async def _archive_session(
+        self, state: EngramState, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """At a session end, archive the messages still in the thread as episodes (`compact`
+        archived the ones it evicted), so every message of the session can be recalled by later
+        threads; never in incognito runs. Archiving the same messages again overwrites them.
+        The update of its failure."""
+        ctx = runtime.context
+        if not state.get("end_session") or ctx.incognito or runtime.store is None:
+            return {}
+        thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+        ops = episode_ops(list(state.get("messages", ())), user_id=ctx.user_id, thread_id=thread_id)
+        if not ops:
+            return {}
+        try:
+            await runtime.store.abatch(ops)
+        except RECOVERABLE_ERRORS as exc:
+            return {"failures": [record_failure("archive", exc)]}
+        return {}
+
+    async def _register_thread(
+        self, state: EngramState, runtime: Runtime[Context]
+    ) -> dict[str, Any]:
+        """Record this thread in the user's thread registry, once (`registered_user` marks it
+        done), so that deleting the user also finds this thread's checkpoints. A failed write is
+        retried on the next turn."""
+        user_id = runtime.context.user_id
+        thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
+        if runtime.store is None or state.get("registered_user") == user_id or thread_id is None:
+            return {}
+        try:
+            await runtime.store.abatch(
+                [register_thread_op(user_id, thread_id, datetime.now(UTC).isoformat())]
+            )
+        except RECOVERABLE_ERRORS as exc:
+            logger.warning("could not register thread %s of user %s, retrying next turn: %s",
+                           thread_id, user_id, exc)
+            return {}
+        return {"registered_user": user_id}
+
+
+def make_consolidate(
+    memory_model: BaseChatModel | None,
+    *,
+    extractor: Extractor | None = None,
+    merge_decider: MergeDecider | None = None,
+    window_messages: int = WINDOW_MESSAGES,
+    window_tokens: int = WINDOW_TOKENS,
+    work: MemoryWork | None = None,
+) -> ConsolidateNode:
+    """The `consolidate` node: `Consolidator(...).consolidate`, with the arguments of
+    `Consolidator`."""
+    return Consolidator(
+        memory_model,
+        extractor=extractor,
+        merge_decider=merge_decider,
+        window_messages=window_messages,
+        window_tokens=window_tokens,
+        work=work,
+    ).consolidate
 
 
 def _most_important(
@@ -386,54 +558,18 @@ def _todo(state: EngramState, seen: set[str]) -> tuple[list[BaseMessage], list[B
     return pending, _unique(pending + fresh)
 
 
-async def _count_recalls(state: EngramState, runtime: Runtime[Context]) -> dict[str, str] | None:
-    """Count this turn's recall of the memories `start` put in the prompt (their
-    `access_count` and `last_accessed`), after the reply rather than before it."""
-    used = state.get("built_context", {}).get("memory_ids", [])
-    if state.get("end_session") or runtime.store is None or not used:
-        return None
-    try:
-        await LongTermMemory(runtime.store).atouch(runtime.context.user_id, used)
-    except RECOVERABLE_ERRORS as exc:
-        return record_failure("recall_stats", exc)
-    return None
 
-
-async def _archive_session(state: EngramState, runtime: Runtime[Context]) -> dict[str, str] | None:
-    """At a session end, archive the messages still in the thread as episodes (`compact`
-    archived the ones it evicted), so every message of the session can be recalled by later
-    threads; never in incognito runs. Archiving the same messages again overwrites them."""
-    ctx = runtime.context
-    if not state.get("end_session") or ctx.incognito or runtime.store is None:
-        return None
-    thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
-    ops = episode_ops(list(state.get("messages", ())), user_id=ctx.user_id, thread_id=thread_id)
-    if not ops:
-        return None
-    try:
-        await runtime.store.abatch(ops)
-    except RECOVERABLE_ERRORS as exc:
-        return record_failure("archive", exc)
-    return None
-
-
-async def _register_thread(runtime: Runtime[Context]) -> dict[str, Any]:
-    """Record this thread in the user's thread registry, once (`registered_user` marks it done),
-    so that deleting the user also finds this thread's checkpoints. A failed write is retried
-    on the next turn."""
-    thread_id = runtime.execution_info.thread_id if runtime.execution_info else None
-    if thread_id is None or runtime.store is None:
-        return {}
-    user_id = runtime.context.user_id
-    try:
-        await runtime.store.abatch(
-            [register_thread_op(user_id, thread_id, datetime.now(UTC).isoformat())]
+def _still_pending(pending: list[BaseMessage], written: list[str]) -> list[BaseMessage]:
+    """The evicted messages whose memories were not written, at most the newest `MAX_PENDING`."""
+    finished = set(written)
+    still_pending = [m for m in pending if m.id not in finished]
+    if len(still_pending) > MAX_PENDING:
+        logger.warning(
+            "dropping %d evicted messages that could not be extracted after repeated failures",
+            len(still_pending) - MAX_PENDING,
         )
-    except RECOVERABLE_ERRORS as exc:
-        logger.warning("could not register thread %s of user %s, retrying next turn: %s",
-                       thread_id, user_id, exc)
-        return {}
-    return {"registered_user": user_id}
+        still_pending = still_pending[-MAX_PENDING:]
+    return still_pending
 
 
 def windows(

@@ -37,7 +37,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
@@ -269,8 +269,69 @@ def build_context(
             window - reserve.
     """
     history, current = messages[:cut], messages[cut:]
-    available = budget.available
     system_tokens = counter.count_text(system_prompt)
+    elided, current_tokens = _fit_current_input(current, system_tokens, budget, counter)
+    room = budget.available - current_tokens - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING
+    blocks = _fit_blocks(
+        memories, episodes, task_state, summary, room, system_tokens, budget, counter
+    )
+    history_share = budget.history - blocks.task_tokens
+    room = budget.available - current_tokens - REPLY_PRIMING
+    system_total, blocks = _fit_system_message(system_prompt, blocks, room, counter)
+    included, history_tokens = _fit_history(
+        history, min(room - system_total, history_share - blocks.summary_tokens), counter
+    )
+    return {
+        "token_stats": {
+            "system_prompt": system_tokens,
+            "memories": blocks.memory_tokens,
+            "task_state": blocks.task_tokens,
+            "summary": blocks.summary_tokens,
+            "recent_messages": history_tokens,
+            "current_input": current_tokens,
+            "total": system_total + history_tokens + current_tokens + REPLY_PRIMING,
+        },
+        "budget": budget.as_dict(),
+        "included_message_ids": [m.id for m in [*included, *current]],
+        "elided_message_ids": elided,
+        "summarized_message_count": evicted_count + len(history) - len(included),
+        "used_summary": bool(blocks.summary),
+        "summary_chars": len(blocks.summary),
+        "memory_ids": [s.memory.id for s in blocks.memories],
+        "episode_ids": [e.key for e in blocks.episodes],
+        "memory_block": blocks.memory_block,
+        "task_block": blocks.task_block,
+        "encoding": counter.name,
+    }
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """What of the recalled text goes into the system message, and the tokens of each block
+    (none: the bare prompt)."""
+
+    memories: list[ScoredMemory] = field(default_factory=list)
+    episodes: list[SearchItem] = field(default_factory=list)
+    memory_block: str = ""
+    memory_tokens: int = 0
+    task_block: str = ""
+    task_tokens: int = 0
+    summary: str = ""
+    """The summary's text that goes in (its end cut when the budget is short)."""
+    summary_tokens: int = 0
+
+
+def _fit_current_input(
+    current: Sequence[BaseMessage], system_tokens: int, budget: Budget, counter: TokenCounter
+) -> tuple[list[str], int]:
+    """Which messages of the current input are elided so that it fits with the system prompt
+    (`_elide_to_fit`), and its tokens then.
+
+    Raises:
+        ContextOverflowError: The current input, or it and the system prompt, exceed
+            window - reserve.
+    """
+    available = budget.available
     elided, current_tokens = _elide_to_fit(
         current, available - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING, counter
     )
@@ -282,13 +343,27 @@ def build_context(
             "accepts more (the message stays in the thread; the next turn leaves it out of "
             "the model's input)"
         )
-    room = available - current_tokens - system_tokens - MESSAGE_OVERHEAD - REPLY_PRIMING
-    if room < 0:
+    if current_tokens + system_tokens + MESSAGE_OVERHEAD + REPLY_PRIMING > available:
         raise ContextOverflowError(
             f"the system prompt ({system_tokens} tokens) and the current input ({current_tokens} "
             f"tokens) exceed the {available} tokens the model's window of {budget.window} leaves "
             f"after the reply's reserve: shorten Context.system_prompt or the input"
         )
+    return elided, current_tokens
+
+
+def _fit_blocks(
+    memories: Sequence[ScoredMemory],
+    episodes: Sequence[SearchItem],
+    task_state: TaskState | None,
+    summary: str,
+    room: int,
+    system_tokens: int,
+    budget: Budget,
+    counter: TokenCounter,
+) -> _Blocks:
+    """The recall, the task state and the summary, in that order, each within its share and
+    what `room` has left (a system prompt over its share takes the excess from the memories')."""
     memory_share = budget.memories - max(0, system_tokens - budget.system_prompt)
     used, used_episodes, memory_block, memory_tokens = fit_recall(
         memories, episodes, min(room, memory_share), counter
@@ -296,46 +371,33 @@ def build_context(
     room -= memory_tokens
     task_block, task_tokens = _fit_task_state(task_state, min(room, budget.task_state), counter)
     room -= task_tokens
-    history_share = budget.history - task_tokens
     summary_text, summary_tokens = _fit_summary(
-        escape_recalled(summary), min(room, history_share), counter
+        escape_recalled(summary), min(room, budget.history - task_tokens), counter
+    )
+    return _Blocks(
+        memories=used,
+        episodes=used_episodes,
+        memory_block=memory_block,
+        memory_tokens=memory_tokens,
+        task_block=task_block,
+        task_tokens=task_tokens,
+        summary=summary_text,
+        summary_tokens=summary_tokens,
     )
 
-    system = compose_system_message(system_prompt, memory_block, summary_text, task_block)
-    system_total = counter.count_message(system)
-    room = available - system_total - current_tokens - REPLY_PRIMING
-    if room < 0:  # joins tokenized differently than counted: fall back to the bare prompt
-        used, used_episodes, memory_block, memory_tokens = [], [], "", 0
-        summary_text, summary_tokens, task_block, task_tokens = "", 0, "", 0
-        system = compose_system_message(system_prompt, "", "")
-        system_total = counter.count_message(system)
-        room = available - system_total - current_tokens - REPLY_PRIMING
 
-    included, history_tokens = _fit_history(
-        history, min(room, history_share - summary_tokens), counter
+def _fit_system_message(
+    system_prompt: str, blocks: _Blocks, limit: int, counter: TokenCounter
+) -> tuple[int, _Blocks]:
+    """The tokens of the system message with `blocks`, and the blocks; the bare prompt's and no
+    blocks when that exceeds `limit` (the joins tokenized differently than counted)."""
+    system = compose_system_message(
+        system_prompt, blocks.memory_block, blocks.summary, blocks.task_block
     )
-    return {
-        "token_stats": {
-            "system_prompt": system_tokens,
-            "memories": memory_tokens,
-            "task_state": task_tokens,
-            "summary": summary_tokens,
-            "recent_messages": history_tokens,
-            "current_input": current_tokens,
-            "total": system_total + history_tokens + current_tokens + REPLY_PRIMING,
-        },
-        "budget": budget.as_dict(),
-        "included_message_ids": [m.id for m in [*included, *current]],
-        "elided_message_ids": elided,
-        "summarized_message_count": evicted_count + len(history) - len(included),
-        "used_summary": bool(summary_text),
-        "summary_chars": len(summary_text),
-        "memory_ids": [s.memory.id for s in used],
-        "episode_ids": [e.key for e in used_episodes],
-        "memory_block": memory_block,
-        "task_block": task_block,
-        "encoding": counter.name,
-    }
+    total = counter.count_message(system)
+    if total <= limit:
+        return total, blocks
+    return counter.count_message(compose_system_message(system_prompt, "", "")), _Blocks()
 
 
 def model_input(state: EngramState, system_prompt: str) -> list[BaseMessage]:

@@ -163,7 +163,7 @@ class MemoryWork:
             )
         except RECOVERABLE_ERRORS as exc:
             return {"failures": [record_failure("journal", exc)]}
-        working: dict[str, Any] = dict(state)
+        working = state  # as the jobs applied so far leave it
         update: dict[str, Any] = {"failures": []}
         removals: list[RemoveMessage] = []
         remaining = []
@@ -171,11 +171,9 @@ class MemoryWork:
             value = item.value if item is not None else None
             if value is not None and value.get("status") == "done":
                 step = APPLIERS[job["kind"]](working, job, value["result"], runtime.stream_writer)
+                working = applied_state(working, step)
                 update["failures"] += step.pop("failures", [])
-                if ops := step.pop("messages", None):
-                    removals += ops
-                    working["messages"] = add_messages(working["messages"], ops)
-                working.update(step)
+                removals += step.pop("messages", None) or []
                 update.update(step)
                 continue
             remaining.append(job)
@@ -416,7 +414,9 @@ def applied_state(state: EngramState, update: dict[str, Any]) -> EngramState:
 
 def merge_updates(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     """One node update made of two in sequence: `second`'s fields win, messages and failures
-    add up (an `Overwrite` of the failures in either stays one)."""
+    add up (an `Overwrite` of the failures in either stays one, of both lists: a node that
+    resets the turn's failures still reports those of the jobs it applied, where LangGraph's
+    channel would drop what came before the `Overwrite`)."""
     if not first:
         return second
     merged = {**first, **second}
