@@ -94,8 +94,8 @@ class Write:
     thread_id: str | None
     now: str
     new_id: str | None = None
-    """The id a new memory of this text gets (`derived_id`; None: the store's own, as a
-    superseded or forgotten memory that said the same has that one). Read by `_exact_duplicate`."""
+    """The id a new memory of this text gets (`derived_id`; None: a random one, as a superseded
+    or forgotten memory that said the same has that one). Set by `_exact_duplicate`."""
 
     def new_memory(self, supersedes: Sequence[Memory] = ()) -> Memory:
         """The candidate as a new memory, replacing `supersedes`."""
@@ -153,8 +153,7 @@ def upsert_steps(
     now: str,
     settings: PolicySettings,
 ) -> AskingSteps[WriteResult]:
-    """The write policy for one candidate. Its steps, in order, each a function that writes and
-    says what it did or passes the candidate on:
+    """The write policy for one candidate, step by step:
 
     1. `_redacted`: redact secrets; drop a candidate that was only a secret or is below
        `min_importance`;
@@ -171,13 +170,7 @@ def upsert_steps(
     the memory its `replaces` names (`_stated_change`) or the merge decider says it replaces one
     (`_ask_decider`), else dropped."""
     redacted = _redacted(
-        namespace,
-        hash_namespace,
-        candidate,
-        thread_id=thread_id,
-        message_ids=message_ids,
-        now=now,
-        min_importance=settings.min_importance,
+        namespace, hash_namespace, candidate, thread_id, message_ids, now, settings.min_importance
     )
     if isinstance(redacted, WriteResult):
         return redacted
@@ -204,7 +197,6 @@ def _redacted(
     namespace: tuple[str, ...],
     hash_namespace: tuple[str, ...],
     candidate: MemoryCandidate,
-    *,
     thread_id: str | None,
     message_ids: list[str],
     now: str,
