@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import chromadb.errors
@@ -23,9 +24,67 @@ from langgraph.store.base import PutOp
 
 from engram.stores.chroma import metadata as md
 from engram.stores.chroma import tombstones
-from engram.stores.chroma.mirror import LexicalMirror
+from engram.stores.chroma.mirror import LexicalMirror, Namespace
 from engram.stores.chroma.plan import Plan
 from engram.stores.lexical.index import LexicalDocument
+
+
+@dataclass(frozen=True)
+class _Replaced:
+    """What the batch read of the items its puts replace (`Plan.previous`), by item id."""
+
+    metadata: dict[str, dict[str, Any]]
+    records: dict[str, md.ItemRecord | None]
+    live: dict[str, md.ItemRecord | None]
+    """The records of those not expired, whose `created_at` a put keeps (a tombstone or an
+    expired item is replaced by a new item)."""
+
+    @classmethod
+    def of(cls, batch: Plan, now: float) -> _Replaced:
+        """What `batch` read, at `now`."""
+        previous = batch.previous
+        records = {i: md.record_of(meta) for i, meta in previous.items()}
+        live = {i: record for i, record in records.items() if not md.expired(previous[i], now)}
+        return cls(previous, records, live)
+
+    @property
+    def legacy(self) -> set[str]:
+        """Those whose record still has an earlier layout's document."""
+        return {i for i, record in self.records.items() if record and record.legacy_document}
+
+    @property
+    def indexed(self) -> set[str]:
+        """Those with vectors, and so a BM25 document."""
+        return {i for i, r in self.records.items() if r is not None and r.has_vectors}
+
+
+@dataclass(frozen=True)
+class _Puts:
+    """What a batch's puts write, decided before anything is written."""
+
+    items: list[tuple[str, dict[str, Any], list[float]]]
+    """Item records (id, metadata, first vector), the tombstones of buried items last."""
+    old_vector: list[str]
+    """Written items whose first vector is the one they had (kept, or a placeholder again):
+    written without it where Chroma still holds them as read (`_vector_unchanged`)."""
+    legacy: set[str]
+    """Items whose record's old document is emptied (`_Replaced.legacy`)."""
+    extra: list[tuple[str, list[float], dict[str, Any]]]
+    """New extra vectors: id, vector, metadata."""
+    kept_extra: list[tuple[str, dict[str, Any]]]
+    """Extra vectors kept, with their item's new searchable metadata."""
+    extra_namespaces: set[Namespace]
+    """The namespaces of written items with extra vectors."""
+    removed: list[str]
+    """Records deleted: items deleted without a tombstone, then extra vectors no longer used."""
+    buried: list[str]
+    """Items deleted by a tombstone (`engram.stores.chroma.tombstones`)."""
+    touched: list[tuple[Namespace, str]]
+    """The lexical index entries the write touches (journaled before it)."""
+    documents: list[tuple[Namespace, LexicalDocument]]
+    """The BM25 documents of the written items."""
+    undocumented: list[tuple[Namespace, str]]
+    """Items that had a BM25 document and have none now."""
 
 
 class ChromaWriter:
@@ -64,107 +123,23 @@ class ChromaWriter:
         now: float,
         write_chunk: int | None = None,
     ) -> None:
-        """Write the batch's puts: items, their vectors, deletions, then the lexical index."""
-        ops = list(batch.puts.values())
-        ids = [batch.ids[(op.namespace, op.key)] for op in ops]
-        previous = batch.previous
-        records = {i: md.record_of(meta) for i, meta in previous.items()}
-        replaced = {  # a tombstone or an expired item is replaced by a new item
-            i: record for i, record in records.items() if not md.expired(previous[i], now)
-        }
-        writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
-        counts = {
-            i: 1 + records[i].extra_vectors if i in batch.reused else len(vectors.get(i, ()))
-            for _, i in writes
-        }
-        documents = batch.documents
-        metadatas = [
-            _item_metadata(
-                op,
-                previous.get(i),
-                replaced.get(i),
-                counts[i],
-                documents.get(i),
-                self._own_paths(op),
-                now,
-            )
-            for op, i in writes
-        ]
-        rows = [
-            (i, meta, self._first_vector(i, batch, vectors))
-            for (_, i), meta in zip(writes, metadatas)
-        ]
-        legacy = {i for i, record in records.items() if record and record.legacy_document}
-        extra = [
-            (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
-            for (_, i), meta in zip(writes, metadatas)
-            for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
-        ]
-        kept_extra = [  # vectors kept, but their copies of the value's fields must follow it
-            (md.extra_id(i, n), {**_searchable(meta), md.ITEM_ID: i})
-            for (_, i), meta in zip(writes, metadatas)
-            if i in batch.reused
-            for n in range(1, counts[i])
-        ]
-        stale = [
-            md.extra_id(i, n)
-            for i in ids
-            if (record := records.get(i)) is not None
-            for n in range(max(counts.get(i, 0), 1), record.extra_vectors + 1)
-        ]
-        deleted = [
-            i
-            for op, i in zip(ops, ids)
-            if op.value is None and i in previous and not tombstones.is_tombstone(previous[i])
-        ]
-        # a tombstone saves a call when the batch upserts anyway; a batch of deletes alone
-        # deletes in the one call it makes (burying would also rewrite every vector)
-        buried = [i for i in deleted if writes and tombstones.can_bury(records[i])]
-        rows += [
-            (i, tombstones.tombstone_metadata(previous[i], now), self._placeholder(i))
-            for i in buried
-        ]
-        deleted = [i for i in deleted if i not in buried]
-        indexed = {i for i, record in records.items() if record is not None and record.has_vectors}
-        touched = [(op.namespace, i) for op, i in zip(ops, ids) if i in documents or i in indexed]
-        if self.lexical is not None and extra:  # before the write: searches must know
-            self.lexical.note_extras({op.namespace for op, i in writes if counts[i] > 1})
-        same_vector = self._vector_unchanged(
-            [i for _, i in writes if i in batch.reused or i not in vectors], records
-        )
-        kept_vector = [row for row in rows if row[0] in same_vector and row[0] not in legacy]
-        new_vector = [row for row in rows if row[0] not in same_vector and row[0] not in legacy]
-        with self._journaled(touched):
-            for chunk in self._chunks(kept_vector, write_chunk):
-                ids_, metas, _ = (list(col) for col in zip(*chunk))
-                self.collection.update(ids=ids_, metadatas=metas)
-            for chunk in self._chunks(new_vector, write_chunk):
-                ids_, metas, embeddings = (list(col) for col in zip(*chunk))
-                self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
-            for chunk in self._chunks([row for row in rows if row[0] in legacy], write_chunk):
-                ids_, metas, embeddings = (list(col) for col in zip(*chunk))
-                self._upsert(  # their old documents hold the value they replace: emptied
-                    ids=ids_, metadatas=metas, embeddings=embeddings, documents=[""] * len(ids_)
-                )
-            for chunk in self._chunks(extra, write_chunk):
-                ids_, embeddings, metas = (list(col) for col in zip(*chunk))
-                self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
-            for chunk in self._chunks(kept_extra, write_chunk):
-                ids_, metas = (list(col) for col in zip(*chunk))
-                self.collection.update(ids=ids_, metadatas=metas)
-            for chunk in self._chunks(deleted + stale):
-                self.collection.delete(ids=chunk)
-        self.buried.update(buried)
+        """Write the batch's puts: items, their vectors, deletions, then the lexical index.
+
+        Every record is decided (`_Puts`) from what the batch read of the items the puts replace
+        (`_Replaced`) before anything is written."""
+        replaced = _Replaced.of(batch, now)
+        puts = self._decide(batch, replaced, vectors, now)
+        if self.lexical is not None and puts.extra:  # before the write: searches must know
+            self.lexical.note_extras(puts.extra_namespaces)
+        unchanged = self._vector_unchanged(puts.old_vector, replaced.records)
+        with self._journaled(puts.touched):
+            self._write(puts, unchanged, write_chunk)
+        self.buried.update(puts.buried)
         if len(self.buried) >= tombstones.REMOVE_AT:
             self.remove_tombstones()
         if self.lexical is not None:  # every written document, even an unchanged one: the
             self.lexical.apply(  # metadata read before the write may be another writer's by now
-                upserts=[(op.namespace, documents[i]) for op, i in writes if i in documents],
-                deletes=[
-                    (op.namespace, i)
-                    for op, i in zip(ops, ids)
-                    if i not in documents and i in indexed
-                ],
+                upserts=puts.documents, deletes=puts.undocumented
             )
 
     def delete_expired(self, now: float, metadata_by_id: dict[str, dict[str, Any]]) -> int:
@@ -214,6 +189,91 @@ class ChromaWriter:
         self.buried.difference_update(ids)
 
     # -- private ------------------------------------------------------------------------------
+
+    def _decide(
+        self,
+        batch: Plan,
+        replaced: _Replaced,
+        vectors: dict[str, list[list[float]]],
+        now: float,
+    ) -> _Puts:
+        """What the batch's puts write, given the items they replace and the vectors embedded."""
+        ops = list(batch.puts.values())
+        ids = [batch.ids[(op.namespace, op.key)] for op in ops]
+        writes = [(op, i) for op, i in zip(ops, ids) if op.value is not None]
+        counts = _vector_counts([i for _, i in writes], batch, replaced.records, vectors)
+        written = [
+            (i, self._put_metadata(op, i, batch, replaced, counts[i], now)) for op, i in writes
+        ]
+        deleted, buried = _deletions(ops, ids, replaced, bury=bool(writes))
+        graves = [
+            (i, tombstones.tombstone_metadata(replaced.metadata[i], now), self._placeholder(i))
+            for i in buried
+        ]
+        documents, indexed = batch.documents, replaced.indexed
+        return _Puts(
+            items=[(i, meta, self._first_vector(i, batch, vectors)) for i, meta in written]
+            + graves,
+            old_vector=[i for _, i in writes if i in batch.reused or i not in vectors],
+            legacy=replaced.legacy,
+            extra=_extra_rows(written, vectors),
+            kept_extra=_kept_extra_rows(written, batch.reused, counts),
+            extra_namespaces={op.namespace for op, i in writes if counts[i] > 1},
+            removed=deleted + _stale_extras(ids, replaced.records, counts),
+            buried=buried,
+            touched=[
+                (op.namespace, i) for op, i in zip(ops, ids) if i in documents or i in indexed
+            ],
+            documents=[(op.namespace, documents[i]) for op, i in writes if i in documents],
+            undocumented=[
+                (op.namespace, i) for op, i in zip(ops, ids) if i not in documents and i in indexed
+            ],
+        )
+
+    def _put_metadata(
+        self,
+        op: PutOp,
+        item_id: str,
+        batch: Plan,
+        replaced: _Replaced,
+        vector_count: int,
+        now: float,
+    ) -> dict[str, Any]:
+        """The metadata of the item record `op` writes (`_item_metadata`)."""
+        return _item_metadata(
+            op,
+            replaced.metadata.get(item_id),
+            replaced.live.get(item_id),
+            vector_count,
+            batch.documents.get(item_id),
+            self._own_paths(op),
+            now,
+        )
+
+    def _write(self, puts: _Puts, unchanged: set[str], write_chunk: int | None) -> None:
+        """Write the decided records: item records whose vector Chroma still holds (`unchanged`)
+        without it, the others with theirs, then the extra vectors, then the deletions."""
+        rows = [row for row in puts.items if row[0] not in puts.legacy]
+        for chunk in self._chunks([row for row in rows if row[0] in unchanged], write_chunk):
+            ids_, metas, _ = (list(col) for col in zip(*chunk))
+            self.collection.update(ids=ids_, metadatas=metas)
+        for chunk in self._chunks([row for row in rows if row[0] not in unchanged], write_chunk):
+            ids_, metas, embeddings = (list(col) for col in zip(*chunk))
+            self._upsert(ids=ids_, metadatas=metas, embeddings=embeddings)
+        legacy = [row for row in puts.items if row[0] in puts.legacy]
+        for chunk in self._chunks(legacy, write_chunk):
+            ids_, metas, embeddings = (list(col) for col in zip(*chunk))
+            self._upsert(  # their old documents hold the value they replace: emptied
+                ids=ids_, metadatas=metas, embeddings=embeddings, documents=[""] * len(ids_)
+            )
+        for chunk in self._chunks(puts.extra, write_chunk):
+            ids_, embeddings, metas = (list(col) for col in zip(*chunk))
+            self._upsert(ids=ids_, embeddings=embeddings, metadatas=metas)
+        for chunk in self._chunks(puts.kept_extra, write_chunk):
+            ids_, metas = (list(col) for col in zip(*chunk))
+            self.collection.update(ids=ids_, metadatas=metas)
+        for chunk in self._chunks(puts.removed):
+            self.collection.delete(ids=chunk)
 
     def _journaled(
         self, entries: list[tuple[tuple[str, ...], str]]
@@ -316,3 +376,72 @@ def _searchable(meta: dict[str, Any]) -> dict[str, Any]:
     """The metadata an extra vector copies from its item, so the same `where` selects both
     (with the item's None values, which remove fields the item no longer has)."""
     return {k: v for k, v in meta.items() if k.startswith(("ns.", md.VALUE_PREFIX, md.LONG_PREFIX))}
+
+
+def _vector_counts(
+    ids: list[str],
+    batch: Plan,
+    records: dict[str, md.ItemRecord | None],
+    vectors: dict[str, list[list[float]]],
+) -> dict[str, int]:
+    """How many vectors each written item has: those it keeps, or those embedded for it."""
+    return {
+        i: 1 + records[i].extra_vectors if i in batch.reused else len(vectors.get(i, ()))
+        for i in ids
+    }
+
+
+def _extra_rows(
+    written: list[tuple[str, dict[str, Any]]], vectors: dict[str, list[list[float]]]
+) -> list[tuple[str, list[float], dict[str, Any]]]:
+    """The records of the written items' new vectors after the first, with their item's
+    searchable metadata."""
+    return [
+        (md.extra_id(i, n), vector, {**_searchable(meta), md.ITEM_ID: i})
+        for i, meta in written
+        for n, vector in enumerate(vectors.get(i, ())[1:], start=1)
+    ]
+
+
+def _kept_extra_rows(
+    written: list[tuple[str, dict[str, Any]]],
+    reused: dict[str, list[float]],
+    counts: dict[str, int],
+) -> list[tuple[str, dict[str, Any]]]:
+    """The written items' kept vectors after the first: the vectors stay, but their copies of
+    the value's fields must follow it."""
+    return [
+        (md.extra_id(i, n), {**_searchable(meta), md.ITEM_ID: i})
+        for i, meta in written
+        if i in reused
+        for n in range(1, counts[i])
+    ]
+
+
+def _stale_extras(
+    ids: list[str], records: dict[str, md.ItemRecord | None], counts: dict[str, int]
+) -> list[str]:
+    """The extra vectors the put items had beyond those they have now."""
+    return [
+        md.extra_id(i, n)
+        for i in ids
+        if (record := records.get(i)) is not None
+        for n in range(max(counts.get(i, 0), 1), record.extra_vectors + 1)
+    ]
+
+
+def _deletions(
+    ops: list[PutOp], ids: list[str], replaced: _Replaced, *, bury: bool
+) -> tuple[list[str], list[str]]:
+    """The items the puts delete: those deleted outright, and those buried under a tombstone
+    (when `bury`: a tombstone saves a call when the batch upserts anyway; a batch of deletes
+    alone deletes in the one call it makes, as burying would also rewrite every vector)."""
+    deleted = [
+        i
+        for op, i in zip(ops, ids)
+        if op.value is None
+        and i in replaced.metadata
+        and not tombstones.is_tombstone(replaced.metadata[i])
+    ]
+    buried = [i for i in deleted if bury and tombstones.can_bury(replaced.records[i])]
+    return [i for i in deleted if i not in buried], buried
