@@ -17,7 +17,6 @@ from engram.graph.cli.memory.support import (
     collector_paused_until_open,
     err,
     esc,
-    no_idle_blas_threads,
 )
 from engram.stores.memory.categories import CATEGORIES
 
@@ -60,7 +59,6 @@ def command(func: F) -> F:
 
     @wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
-        no_idle_blas_threads()
         try:
             with collector_paused_until_open():
                 return func(*args, **kwargs)

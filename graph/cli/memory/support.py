@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from engram.stores.memory.users import UserStats
 
 CHROMA_URL_ENV = "ENGRAM_CHROMA_URL"
-BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
-"""Worker threads of numpy's OpenBLAS; see `no_idle_blas_threads`."""
 DEFAULT_USER = "default"
 """The user of a command run without `--user`: the graph's own default (`Context.user_id`)."""
 USER_ENV = "ENGRAM_USER"
@@ -88,17 +86,6 @@ def ends_with_command() -> None:
     collector as it is."""
     global _process_ends_with_command
     _process_ends_with_command = True
-
-
-def no_idle_blas_threads() -> None:
-    """In a process that ends with the command, let numpy's OpenBLAS start no worker threads
-    (`OPENBLAS_NUM_THREADS=1`, unless the person set it). Each worker OpenBLAS starts when
-    numpy loads waits for work by spinning, about 0.1 s of CPU (2^28 cycles) before it sleeps,
-    and a memory command gives it none big enough to share: its only matrix products compare
-    one query with a search's candidates. Takes effect only before numpy loads, as it does
-    with the store."""
-    if _process_ends_with_command and "numpy" not in sys.modules:
-        os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 @contextmanager

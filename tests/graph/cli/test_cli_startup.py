@@ -36,7 +36,7 @@ GRAPH_STACK = (
 REDACTION_RULES = "engram.stores.secrets.redact"
 
 SCRIPT = """
-import gc, json, os, sys
+import gc, json, sys
 from engram.graph.cli import main
 report = sys.argv.pop(1)
 try:
@@ -47,22 +47,17 @@ finally:
             {
                 "modules": sorted(sys.modules),
                 "collecting": gc.isenabled(),
-                "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
             },
             out,
         )
 """
 
 
-def engram(
-    tmp_path: Path, *args: str, code: int = 0, env: dict[str, str | None] | None = None
-) -> dict:
-    """Run `engram ARGS` as the console script does, with `env` changed (None: unset): what it
-    loaded, its collector's state at the end, its `OPENBLAS_NUM_THREADS` and its output
-    (`stdout`)."""
+def engram(tmp_path: Path, *args: str, code: int = 0) -> dict:
+    """Run `engram ARGS` as the console script does: what it loaded, its collector's state at
+    the end and its output (`stdout`)."""
     report = tmp_path / "report.json"
-    env = {**os.environ, CACHE_ENV: str(tmp_path / "onnx"), **(env or {})}
-    env = {name: value for name, value in env.items() if value is not None}
+    env = {**os.environ, CACHE_ENV: str(tmp_path / "onnx")}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(report), *args],
         env=env,
@@ -135,13 +130,3 @@ def test_search_starts_the_model_from_its_optimised_copy(
 def test_a_failing_command_leaves_the_collector_on(tmp_path: Path) -> None:
     report = engram(tmp_path, "memory", "list", "--data", str(tmp_path / "nothing-here"), code=1)
     assert report["collecting"]  # the store never opened: `open_backend` did not turn it on
-
-
-def test_memory_commands_start_no_idle_blas_threads(data: tuple[Path, str], tmp_path: Path) -> None:
-    """numpy's OpenBLAS workers spin for about 0.1 s of CPU each, waiting for matrix work that
-    a memory command never gives them; a value the person set is kept."""
-    search = ["memory", "search", "theme", "--user", "alice", "--data", str(data[0])]
-
-    assert engram(tmp_path, *search, env={"OPENBLAS_NUM_THREADS": None})["blas_threads"] == "1"
-    assert engram(tmp_path, *search, env={"OPENBLAS_NUM_THREADS": "2"})["blas_threads"] == "2"
-    assert engram(tmp_path, "--help", env={"OPENBLAS_NUM_THREADS": None})["blas_threads"] is None

@@ -181,13 +181,6 @@ def test_search_of_a_user_without_memories_is_an_error_and_no_hit_is_not(data):
     assert "is only whitespace" in cli("search", "--user", "  ", "mode", code=2).stderr
 
 
-def test_the_app_run_in_process_leaves_the_environment_alone(data, monkeypatch):
-    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    add("Alice prefers dark mode")
-    cli("search", "--user", "alice", "dark mode")
-    assert "OPENBLAS_NUM_THREADS" not in os.environ  # only the console script's own process
-
-
 def test_forget_restore_delete(data):
     memory = add("Alice lives in Lisbon")
     other = add("Alice has a cat named Miso")
