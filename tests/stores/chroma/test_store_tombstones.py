@@ -42,9 +42,9 @@ def _delete_leaving_tombstones(
     """Delete as one uncoalesced batch that also writes (the item `riding_on`, put again as it
     is: a batch of deletes alone deletes at once), once the store's drain thread is done (it
     would remove the tombstones when it next goes idle)."""
-    assert _wait_for(lambda: store._coalescer._drainer is None)
     namespace, key = riding_on
-    item = store.get(namespace, key)
+    item = store.get(namespace, key)  # through the drain thread, which then goes idle
+    assert _wait_for(lambda: store._coalescer._drainer is None)
     rider = PutOp(namespace, key, item.value if item else {"v": "rider"})
     store._run_batch([rider, *(PutOp(NS, key, None) for key in keys)])
 
