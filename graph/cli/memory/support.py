@@ -183,10 +183,11 @@ def open_backend(
     """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one; use
     it in a `with` block, which closes it. A command that embeds a text or two (`search`,
     `add`) passes `embeds_few`: its embedding model then starts without re-laying out its
-    weights and runs on one thread (`LocalEmbeddings(prepack_weights=False, threads=1)`),
-    0.035 s of CPU less. A search also passes its `query`, which the model then loads for and
-    embeds while Chroma loads (`LocalEmbeddings.preload`): about 0.03 s sooner. (`add` does
-    not: a duplicate, which it finds without embedding, would pay for the load.)
+    weights and runs on one thread (`LocalEmbeddings(prepack_weights=False, threads=1)`), so it
+    starts sooner. A search also passes its `query`, which the model then loads for and embeds
+    while Chroma loads (`LocalEmbeddings.preload`): on a second core the query's vector is ready
+    when the store is. (`add` does not: a duplicate, which it finds without embedding, would pay
+    for the load.)
 
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers (exit 1);
