@@ -74,17 +74,16 @@ class LocalEmbeddings(Embeddings):
         max_length: Word pieces kept per text, special tokens included (sentence-transformers
             uses 256 for this model).
         model_cache: Folder of the optimised copy of the model that later processes start from
-            in a tenth of the time (`engram.stores.optimized_model`); None:
+            without parsing and optimising `model.onnx` (`engram.stores.optimized_model`); None:
             `$ENGRAM_EMBEDDING_CACHE`, else `~/.cache/engram/onnx`; False: no copy, every
             process builds its session from `model.onnx`. The vectors are the same either way.
         prepack_weights: Let onnxruntime lay the weights out for its matrix kernels when the
-            model loads (0.04 s of CPU), which makes each model call about 0.01 s faster. False
-            suits a process that embeds a few texts and ends (`engram memory search`): it starts
-            sooner; its vectors differ from the prepacked ones by under 1e-5 (cosine 1.0).
+            model loads, which makes each model call faster. False suits a process that embeds
+            a few texts and ends (`engram memory search`): it starts sooner; its vectors differ
+            from the prepacked ones by under 1e-5 (cosine 1.0).
         threads: Threads of each model call; None: one per core. One suits a process that
             embeds a short text or two and ends (`engram memory search`): a second thread only
-            costs it CPU to start and to hand work over (about 0.005 s). The vectors are the
-            same bit for bit.
+            costs it CPU to start and to hand work over. The vectors are the same bit for bit.
 
     Example:
         >>> emb = LocalEmbeddings()

@@ -1,12 +1,12 @@
 """onnxruntime sessions that start from a cached, already optimised copy of their model.
 
 Building a session for all-MiniLM-L6-v2 from its `model.onnx` parses 91 MB of protobuf, copies
-every weight and runs the graph optimiser: about 0.15 s of CPU in every process that embeds (each
-`engram memory search` is one). The first session built from a model also saves the optimised
-graph into a cache folder, its weights in a file of their own; later sessions load that graph with
-the optimiser off, and onnxruntime maps the weights file into memory instead of copying it (about
-0.02 s). The vectors are the same bit for bit: the saved graph is the one the optimiser builds at
-load time, run by the same kernels.
+every weight and runs the graph optimiser, in every process that embeds (each `engram memory
+search` is one). The first session built from a model also saves the optimised graph into a cache
+folder, its weights in a file of their own; later sessions load that graph with the optimiser off,
+and onnxruntime maps the weights file into memory instead of copying it. The vectors are the same
+bit for bit: the saved graph is the one the optimiser builds at load time, run by the same
+kernels.
 
 Several processes may start at once: each builds its copy in a temporary folder of its own and
 renames the folder into place, so a reader only ever sees a complete copy; when two build at once

@@ -1,19 +1,19 @@
 """How `ChromaStore` searches by vector (`nearest`) and answers a `HybridSearchOp`.
 
 `nearest` asks Chroma for distances only (reading metadata is what a Chroma query spends most
-on). A filtered Chroma query costs as much as the records it filters (100 ms at 100,000), so
-when the lexical mirror can list the namespace's items and no value filter is asked for, their
-count decides how it asks:
+on). A filtered Chroma query costs as much as the records it filters, so when the lexical
+mirror can list the namespace's items and no value filter is asked for, their count decides
+how it asks:
 
 - up to `EXACT_BELOW` items: their vectors are read and compared here;
 - a namespace holding `BROAD_SHARE` of the collection or more (one user with most of an app's
   items): Chroma's unfiltered query, for enough neighbours that `n` of them are likely the
   namespace's own, which are kept; when too few are, one of the two below;
-- up to `MAX_ID_FILTER` items: a query naming their ids, several times faster than a metadata
-  filter (10k items: about 7 ms against 30);
+- up to `MAX_ID_FILTER` items: a query naming their ids, several times faster than a
+  metadata filter;
 - otherwise a metadata filter.
 
-Ids and a metadata filter are never combined: Chroma 1.5 then takes seconds (10k ids: about 40 s).
+Ids and a metadata filter are never combined: Chroma 1.5 then takes seconds per query.
 
 A hybrid search:
 
@@ -44,8 +44,8 @@ from engram.stores.lexical.hybrid import HybridHit, HybridSearchOp
 
 EXACT_BELOW = 1000
 """A namespace of at most this many vectors is searched exactly, its vectors read and compared
-here: Chroma's filtered query costs about as much as the whole collection's size (100 ms at
-100,000 records), reading a few hundred vectors a few milliseconds."""
+here: Chroma's filtered query costs about as much as the whole collection's size, reading a
+few hundred vectors a few milliseconds."""
 BROAD_SHARE = 0.05
 """A namespace with at least this share of the collection's records is searched unfiltered."""
 MAX_ID_FILTER = 20_000
@@ -76,8 +76,8 @@ def nearest(
     """
     include = ["distances", "metadatas"] if read else ["distances"]
     ids = None
-    if mirror is not None and not where:  # ids and where together cost Chroma 1.5 seconds per
-        ids = mirror.candidate_ids(prefix, exact=exact, now=now)  # 1000 ids: never both
+    if mirror is not None and not where:  # Chroma 1.5 takes seconds for ids and a where
+        ids = mirror.candidate_ids(prefix, exact=exact, now=now)  # together: never both
     scope = md.namespace_clauses(prefix) if exact else md.prefix_clauses(prefix)
     if ids is not None and len(ids) > EXACT_BELOW:
         assert mirror is not None

@@ -43,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 def _bm25s_stopwords() -> tuple[str, ...]:
     """bm25s' English stopword list, read from its `stopwords` module alone: importing it as
-    `bm25s.stopwords` runs bm25s' `__init__`, which loads scipy (0.7 s of every CLI start)."""
+    `bm25s.stopwords` runs bm25s' `__init__`, which loads scipy into every CLI start."""
     package = importlib.util.find_spec("bm25s")
     if package is None or not package.submodule_search_locations:
         raise ImportError("bm25s is not installed: pip install bm25s")

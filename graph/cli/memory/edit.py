@@ -100,7 +100,7 @@ def add(
     user_id = user_or_default(user)
     if text == "-":
         text = read_stdin_text("the memory")
-    # loaded here: the offline rules cost every other command 0.4 s at start-up
+    # loaded here: importing the offline rules would slow every other command's start-up
     from pydantic import ValidationError
 
     from engram.nodes.extract.statement import statement_candidate

@@ -14,7 +14,6 @@ import typer
 from engram.graph.cli.memory.support import (
     DEFAULT_USER,
     cli_error,
-    collector_paused_until_open,
     err,
     esc,
 )
@@ -60,8 +59,7 @@ def command(func: F) -> F:
     @wraps(func)
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            with collector_paused_until_open():
-                return func(*args, **kwargs)
+            return func(*args, **kwargs)
         except Exception as exc:
             error = cli_error(exc)
             if error is None:

@@ -15,8 +15,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -79,30 +78,12 @@ _process_ends_with_command = False
 
 def ends_with_command() -> None:
     """Declare that this process ends when the command does, as the `engram` console script's
-    does: what a command loads (chromadb, langgraph, the store) then lives until the end, and
-    once the store is open the cyclic collector stops scanning it again (`gc.freeze`). Its full
-    passes over those objects, one during the command and one at exit, cost a store command
-    about 0.1 s of CPU; a process that runs the app in-process (tests, `CliRunner`) keeps its
-    collector as it is."""
+    does: what a command loads (chromadb, langgraph, the store) then lives until the end, so
+    once the store is open the cyclic collector stops scanning it (`gc.freeze`), sparing the
+    command, and its exit, full passes over those objects. A process that runs the app
+    in-process (tests, `CliRunner`) keeps its collector as it is."""
     global _process_ends_with_command
     _process_ends_with_command = True
-
-
-@contextmanager
-def collector_paused_until_open() -> Iterator[None]:
-    """Run a command with the cyclic collector off until its store is open (`open_backend`), in
-    a process that ends with the command: what loads until then (chromadb, langgraph, the
-    store) lives to the end, and the collector's passes over it while it loads cost a command
-    about 0.03 s of CPU. Once the store is open the collector runs again, sparing what is
-    loaded (`gc.freeze`); it is on again at the latest when the command ends."""
-    if not _process_ends_with_command or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class CliError(Exception):
@@ -202,10 +183,11 @@ def open_backend(
     """The store at `data` (a folder or `http(s)://host:port`), or the graph's default one; use
     it in a `with` block, which closes it. A command that embeds a text or two (`search`,
     `add`) passes `embeds_few`: its embedding model then starts without re-laying out its
-    weights and runs on one thread (`LocalEmbeddings(prepack_weights=False, threads=1)`),
-    0.035 s of CPU less. A search also passes its `query`, which the model then loads for and
-    embeds while Chroma loads (`LocalEmbeddings.preload`): about 0.03 s sooner. (`add` does
-    not: a duplicate, which it finds without embedding, would pay for the load.)
+    weights and runs on one thread (`LocalEmbeddings(prepack_weights=False, threads=1)`), so it
+    starts sooner. A search also passes its `query`, which the model then loads for and embeds
+    while Chroma loads (`LocalEmbeddings.preload`): on a second core the query's vector is ready
+    when the store is. (`add` does not: a duplicate, which it finds without embedding, would pay
+    for the load.)
 
     Raises:
         CliError: The folder does not exist (unless `create`), or no server answers (exit 1);
@@ -563,7 +545,6 @@ def _loaded(backend: Backend) -> Backend:
     """The backend, once what opening it loaded is spared the collector (`ends_with_command`)."""
     if _process_ends_with_command:
         gc.freeze()
-        gc.enable()  # paused while the store loaded (`collector_paused_until_open`)
     return backend
 
 
