@@ -16,14 +16,28 @@ if TYPE_CHECKING:
     from engram.graph.middleware import EngramMiddleware
     from engram.graph.resume import aresume_memory_work, resume_memory_work
     from engram.graph.tools import memory_tools
-    from engram.nodes import BuiltContext, Context, EngramState
+    from engram.nodes import (
+        BuiltContext,
+        Compaction,
+        Context,
+        EngramState,
+        Extraction,
+        Recall,
+        SettingsError,
+        WorkingMemory,
+    )
     from engram.nodes.work.background import wait_for_memory_work
 
 __all__ = [
     "BuiltContext",
+    "Compaction",
     "Context",
     "EngramMiddleware",
     "EngramState",
+    "Extraction",
+    "Recall",
+    "SettingsError",
+    "WorkingMemory",
     "aresume_memory_work",
     "build_graph",
     "compile_graph",
@@ -36,7 +50,12 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "BuiltContext": "engram.nodes",
+        "Compaction": "engram.nodes",
         "Context": "engram.nodes",
+        "Extraction": "engram.nodes",
+        "Recall": "engram.nodes",
+        "SettingsError": "engram.nodes",
+        "WorkingMemory": "engram.nodes",
         "EngramState": "engram.nodes",
         "build_graph": "engram.graph.builder",
         "compile_graph": "engram.graph.builder",

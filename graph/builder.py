@@ -70,13 +70,13 @@ def build_graph(
             summarizer and extractor. With one, compaction and consolidation run after the
             reply by default (`Context.memory_work`, `engram.nodes.work.background`).
         tools: Tools the answering model may call (adds the `tools` node and its loop). A
-            result longer than `Context.offload_threshold_tokens` is kept aside and the model
-            sees a pointer (`engram.nodes.offload`); the tools that read it back
+            result longer than `Context.working_memory.offload_threshold_tokens` is kept aside
+            and the model sees a pointer (`engram.nodes.offload`); the tools that read it back
             (`read_tool_result`, `search_tool_result`) are added to `tools`, so every call of
             the model carries their schemas, whatever the run's threshold.
         offload: False: no tool result is offloaded and the two reading tools are not added
-            (`Context.offload_threshold_tokens=None` turns offloading off for a run, but the
-            tools are bound when the graph is built).
+            (`Context.working_memory.offload_threshold_tokens=None` turns offloading off for a
+            run, but the tools are bound when the graph is built).
 
     Example:
         >>> graph = build_graph().compile()

@@ -220,7 +220,7 @@ def local_chat_model(
         max_retries=0,
         temperature=0.0,
         profile={"max_input_tokens": context_window},
-        # a small model: Context.extraction="auto" has it review the rules' candidates
+        # a small model: Context.extraction.mode="auto" has it review the rules' candidates
         metadata={LOCAL_MODEL_METADATA: spec},
         # The server is on 127.0.0.1: never route it through a proxy from the environment.
         http_client=httpx.Client(trust_env=False),

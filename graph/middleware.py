@@ -16,7 +16,7 @@ alike:
   The tool loop's later calls reuse that record, as `respond` does, unless a compaction
   removed messages in between (then the context is built again, without counting a turn);
 - `wrap_tool_call` / `awrap_tool_call` (unless `offload=False`): a tool result longer than
-  `Context.offload_threshold_tokens` is kept aside and the model sees a pointer
+  `Context.working_memory.offload_threshold_tokens` is kept aside and the model sees a pointer
   (`engram.nodes.offload`); the model is then also given the tools that read it back
   (`read_tool_result`, `search_tool_result`: `engram.graph.offload`) when the agent has tools
   of its own, as the graph does (or always, with `offload=True`);
@@ -35,7 +35,7 @@ agent's (`create_agent(store=..., checkpointer=...)`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import (
@@ -117,8 +117,8 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
         model_name: The answering model's name, for compaction's token counts (the context
             build counts with the request's own model).
         summarizer: Replaces the summarizer `memory_model` would give.
-        offload: Keep tool results longer than `Context.offload_threshold_tokens` out of the
-            model's context, behind a pointer, and give the model `read_tool_result` and
+        offload: Keep tool results longer than `Context.working_memory.offload_threshold_tokens`
+            out of the model's context, behind a pointer, and give the model `read_tool_result` and
             `search_tool_result` to read them back. None (the default): when the agent has
             tools of its own, as the graph does with `tools=`; a model call without other
             tools gets neither (no result to read, and a model that takes no tools works).
@@ -302,7 +302,7 @@ class EngramMiddleware(AgentMiddleware[EngramAgentState, Any]):
             if request.system_message is not None
             else runtime.context.system_prompt
         )
-        ctx = replace(runtime.context, system_prompt=instructions)
+        ctx = runtime.context.replace(system_prompt=instructions)
         state: dict[str, Any] = {**request.state, "messages": list(request.messages)}
         messages = state["messages"]
         fresh = not isinstance(messages[current_input_start(messages)], AIMessage)

@@ -12,7 +12,6 @@ what is left of the session, as the user ending the session would.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from langgraph.pregel import Pregel
@@ -63,7 +62,7 @@ async def aresume_memory_work(graph: Pregel, *, context: Context | None = None) 
             await graph.ainvoke(
                 {"messages": [], "end_session": True},
                 config,
-                context=replace(template, user_id=user_id),
+                context=template.replace(user_id=user_id),
             )
     return list(abandoned)
 

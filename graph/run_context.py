@@ -3,7 +3,7 @@
 A `create_agent` agent has the app's `context_schema`; the middleware and the memory tools read
 engram's settings from it: an engram `Context` is used as it is; any other context (a dataclass,
 a pydantic model, a dict) lends the fields it shares with `Context` (`user_id`, `incognito`,
-thresholds, ...) to the defaults; with none of them, `config["configurable"]["user_id"]` names
+`recall`, ...) to the defaults; with none of them, `config["configurable"]["user_id"]` names
 the user. The user id never comes from a model's tool arguments.
 
 Under authentication (a LangGraph server with an auth handler, which puts the authenticated
@@ -17,7 +17,6 @@ app's code), never for requests that a person controls.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields, replace
 from typing import Any
 
 from engram.nodes.context import DEFAULT_USER, Context
@@ -26,7 +25,7 @@ AUTH_USER_KEY = "langgraph_auth_user_id"
 """Where a LangGraph server puts the authenticated user's identity in a run's `configurable`
 (clients cannot set it: the server strips it from what they send)."""
 
-_FIELDS = tuple(f.name for f in fields(Context))
+_FIELDS = tuple(Context.model_fields)
 
 
 class UserMismatchError(ValueError):
@@ -52,8 +51,8 @@ def context_for_run(
         ... class AppContext:
         ...     user_id: str
         ...     plan: str = "free"
-        >>> ctx = context_for_run(AppContext("alice"), Context(recall_k=3))
-        >>> (ctx.user_id, ctx.recall_k)
+        >>> ctx = context_for_run(AppContext("alice"), Context(recall={"k": 3}))
+        >>> (ctx.user_id, ctx.recall.k)
         ('alice', 3)
         >>> context_for_run(None, config={"configurable": {"user_id": "bob"}}).user_id
         'bob'
@@ -93,7 +92,7 @@ def _settings(given: Any, defaults: Context | None, config: Mapping[str, Any] | 
         user_id = (config.get("configurable") or {}).get("user_id")
         if user_id is not None:
             overrides["user_id"] = user_id
-    return replace(base, **overrides) if overrides else base
+    return base.replace(**overrides) if overrides else base
 
 
 def _for_authenticated_user(ctx: Context, config: Mapping[str, Any] | None) -> Context:
@@ -101,7 +100,7 @@ def _for_authenticated_user(ctx: Context, config: Mapping[str, Any] | None) -> C
     if identity is None or ctx.user_id == identity:
         return ctx
     if ctx.user_id == DEFAULT_USER:
-        return replace(ctx, user_id=identity)
+        return ctx.replace(user_id=identity)
     raise UserMismatchError(
         f"this run is authenticated as {identity!r} but its context names user "
         f"{ctx.user_id!r}: a run reads and writes only the memories of the user who signed in, "

@@ -17,7 +17,14 @@ from engram.stores.lazy import lazy_exports
 if TYPE_CHECKING:
     from engram.nodes.compact import make_compact, make_route_after_respond, should_compact
     from engram.nodes.consolidate import make_consolidate
-    from engram.nodes.context import Context
+    from engram.nodes.context import (
+        Compaction,
+        Context,
+        Extraction,
+        Recall,
+        SettingsError,
+        WorkingMemory,
+    )
     from engram.nodes.model.summarize import make_summarizer
     from engram.nodes.respond import NoModelError, make_respond
     from engram.nodes.start import Budget, ContextOverflowError, build_context, make_start
@@ -27,11 +34,16 @@ if TYPE_CHECKING:
 __all__ = [
     "Budget",
     "BuiltContext",
+    "Compaction",
     "Context",
     "ContextOverflowError",
     "EngramState",
+    "Extraction",
     "NoModelError",
+    "Recall",
+    "SettingsError",
     "TokenCounter",
+    "WorkingMemory",
     "build_context",
     "counter_for_model",
     "make_compact",
@@ -50,7 +62,12 @@ __getattr__, __dir__ = lazy_exports(
         "make_route_after_respond": "engram.nodes.compact",
         "should_compact": "engram.nodes.compact",
         "make_consolidate": "engram.nodes.consolidate",
+        "Compaction": "engram.nodes.context",
         "Context": "engram.nodes.context",
+        "Extraction": "engram.nodes.context",
+        "Recall": "engram.nodes.context",
+        "SettingsError": "engram.nodes.context",
+        "WorkingMemory": "engram.nodes.context",
         "NoModelError": "engram.nodes.respond",
         "make_respond": "engram.nodes.respond",
         "Budget": "engram.nodes.start",

@@ -1,14 +1,14 @@
 """The compaction edge after `respond`, and `compact`: incremental summary plus eviction.
 
-The edge fires when the messages not yet summarized reach `Context.message_threshold` OR their
-tokens exceed `Context.token_threshold`: the count catches many short messages, the tokens a
-few long ones. "Not yet summarized" excludes the tail the last compaction kept, so the counters
-restart after a compaction; and the edge never fires on the turn right after one, so a tail that
-is itself over the threshold cannot compact turn after turn. Above the hard cap
-`Context.max_messages` it fires regardless.
+The edge fires when the messages not yet summarized reach `Context.compaction.message_threshold`
+OR their tokens exceed `Context.compaction.token_threshold`: the count catches many short
+messages, the tokens a few long ones. "Not yet summarized" excludes the tail the last compaction
+kept, so the counters restart after a compaction; and the edge never fires on the turn right after
+one, so a tail that is itself over the threshold cannot compact turn after turn. Above the hard cap
+`Context.compaction.max_messages` it fires regardless.
 
-`compact` keeps the last `Context.keep_recent_messages` messages verbatim (more when the cut
-would separate an AI message with tool calls from its results) and, for everything before them:
+`compact` keeps the last `Context.compaction.keep_recent_messages` messages verbatim (more when
+the cut would separate an AI message with tool calls from its results) and, for everything before them:
 
 1. folds them into the running summary (the LLM or the offline summarizer), secrets redacted
    from the messages it reads and from the summary it writes, whichever summarizer wrote it,
@@ -90,17 +90,17 @@ def should_compact(state: EngramState, ctx: Context, counter: TokenCounter) -> b
     messages = state["messages"]
     if any(job["kind"] == "compact" for job in state.get("memory_jobs", ())):
         return False  # one fold at a time: the next one starts from its summary
-    if len(messages) > ctx.max_messages:
+    if len(messages) > ctx.compaction.max_messages:
         return True
     last = state.get("last_compaction_turn")
     if last is not None and state.get("turn", 0) - last < 2:
         return False
     tail = set(state.get("kept_tail_ids", ()))
     fresh = [m for m in messages if m.id not in tail]
-    if len(fresh) >= ctx.message_threshold:
+    if len(fresh) >= ctx.compaction.message_threshold:
         return True
-    return ctx.token_threshold is not None and (
-        sum(map(counter.count_message, fresh)) > ctx.token_threshold
+    return ctx.compaction.token_threshold is not None and (
+        sum(map(counter.count_message, fresh)) > ctx.compaction.token_threshold
     )
 
 
@@ -154,12 +154,12 @@ class Compactor:
         ctx = runtime.context
         messages = state["messages"]
         turn = state.get("turn", 0)
-        cut = eviction_cut(messages, ctx.keep_recent_messages)
+        cut = eviction_cut(messages, ctx.compaction.keep_recent_messages)
         evicted, kept = messages[:cut], messages[cut:]
         restart = {"last_compaction_turn": turn, "kept_tail_ids": [m.id for m in kept]}
         if not evicted:
             return restart
-        over_cap = len(messages) > ctx.max_messages
+        over_cap = len(messages) > ctx.compaction.max_messages
         evicted_ids = [m.id for m in evicted if m.id]
         if (recorded := await self._submit(state, evicted_ids, over_cap, runtime)) is not None:
             return {**restart, **recorded}
@@ -217,16 +217,21 @@ class Compactor:
         readable = redact_messages(evicted)
         try:
             summary = await self.summarizer.asummarize(
-                redact(previous).text, readable, max_tokens=ctx.max_summary_tokens, counter=counter
+                redact(previous).text,
+                readable,
+                max_tokens=ctx.compaction.max_summary_tokens,
+                counter=counter,
             )
         except RECOVERABLE_ERRORS as exc:
             failures.append(record_failure("summarize", exc))
             if not over_cap:
                 return {"ok": False, "failures": failures}
-            summary = _lossy_summary(previous, len(evicted), ctx.max_summary_tokens, counter)
+            summary = _lossy_summary(
+                previous, len(evicted), ctx.compaction.max_summary_tokens, counter
+            )
             lossy = True
         # Whatever the summarizer wrote (a model may restate a secret it was not shown).
-        summary = counter.truncate(redact(summary).text, ctx.max_summary_tokens)
+        summary = counter.truncate(redact(summary).text, ctx.compaction.max_summary_tokens)
         task, task_failures = await self._task_update(state, readable, counter)
         failures += task_failures
         episode_keys, failure = await self._archive(evicted, runtime)

@@ -5,7 +5,7 @@ It runs at the end of every turn and decides whether to extract:
 - always at session end (`{"end_session": True}`);
 - when `compact` evicted messages not yet extracted from (`pending_extraction`, "extract before
   evict");
-- every `Context.consolidate_every_turns` user turns (`turns_since_consolidation`, counted by
+- every `Context.extraction.every_turns` user turns (`turns_since_consolidation`, counted by
   `start`).
 
 It extracts from the messages not extracted from yet (evicted ones first), in windows of at most
@@ -93,7 +93,7 @@ MIN_WINDOW_MESSAGES = 3
 """A window shorter than this is shown with earlier messages as context."""
 MAX_PENDING = 200
 """Evicted messages kept for a retry at most (the default short-term hard cap,
-`Context.max_messages`)."""
+`Context.compaction.max_messages`)."""
 MAX_CONSOLIDATED_IDS = 1000
 """`consolidated_message_ids` keeps only ids still in the thread, and at most this many."""
 
@@ -133,7 +133,7 @@ class Consolidator:
 
     Args:
         memory_model: Extracts memories with structured output; None uses the offline rules.
-        extractor: Replaces the extractor `memory_model` and `Context.extraction` would give.
+        extractor: Replaces the extractor `memory_model` and `Context.extraction.mode` would give.
         merge_decider: Replaces the merge decider `memory_model` would give (None without a
             memory model: the write policy's threshold rule alone).
         window_messages: Messages per extraction call at most.
@@ -224,7 +224,7 @@ class Consolidator:
         """Record the extraction as a background job when the run's mode says so; the state
         update, or None to extract inline."""
         ctx = runtime.context
-        trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
+        trigger = consolidation_trigger(state, ctx.extraction.every_turns)
         if (
             self.work is None
             or trigger is None
@@ -279,7 +279,7 @@ class Consolidator:
         if self.extractor is not None:
             return "given", self.extractor
         model = self.memory_model
-        name = extraction_for(model, ctx.extraction)  # type: ignore[arg-type]
+        name = extraction_for(model, ctx.extraction.mode)
         if name not in self._extractors:
             self._extractors[name] = make_extractor(model, name)  # type: ignore[arg-type]
         return name, self._extractors[name]
@@ -293,7 +293,7 @@ class Consolidator:
         done = list(state.get("consolidated_message_ids", ()))
         if ctx.incognito:
             return {"consolidated_message_ids": _bounded(done + _this_turn_ids(state), state)}
-        trigger = consolidation_trigger(state, ctx.consolidate_every_turns)
+        trigger = consolidation_trigger(state, ctx.extraction.every_turns)
         if trigger is None:
             return {}
         if runtime.store is None:

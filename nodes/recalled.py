@@ -3,7 +3,7 @@
 Recall brings memories and archived messages (episodes); an episode that adds nothing is left
 out (a message still in this thread's history, or one that a recalled memory holds word for
 word); a message that compaction took out of the thread can come back this way, since the
-summary keeps at most `max_summary_tokens` of what it folded in. The block
+summary keeps at most `compaction.max_summary_tokens` of what it folded in. The block
 shows the memories a section per category, each dated by
 the day the user said it (so a model can tell which of two that disagree is newer), then the
 episodes as quoted messages in date order under their dates, a reply right after the message

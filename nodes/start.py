@@ -477,14 +477,15 @@ def recall_query(messages: Sequence[BaseMessage], cut: int) -> str:
 async def recall(
     store: BaseStore, ctx: Context, query: str, *, first_turn: bool = False
 ) -> tuple[list[ScoredMemory], list[SearchItem]]:
-    """What `start` recalls for `query`: up to `ctx.recall_k` memories, best first, then up to
-    `ctx.recall_episodes` archived messages, at most `ctx.recall_replies` of them replies
-    (`ctx.recall_k_first_turn`, `ctx.recall_episodes_first_turn` and
-    `ctx.recall_replies_first_turn` on a thread's `first_turn`: nothing of the conversation is
-    in the prompt yet), the archived messages at least `ctx.episode_min_similarity` similar and
-    `ctx.episode_min_relevance` relevant (replies `ctx.reply_min_relevance`).
+    """What `start` recalls for `query`: up to `ctx.recall.k` memories, best first, then up to
+    `ctx.recall.episodes` archived messages, at most `ctx.recall.replies` of them replies
+    (`ctx.recall.k_first_turn`, `ctx.recall.episodes_first_turn` and
+    `ctx.recall.replies_first_turn` on a thread's `first_turn`: nothing of the conversation is
+    in the prompt yet), the archived messages at least `ctx.recall.episode_min_similarity`
+    similar and `ctx.recall.episode_min_relevance` relevant (replies
+    `ctx.recall.reply_min_relevance`).
 
-    One timeout (`ctx.recall_timeout_ms`) covers both; it raises `TimeoutError`. The first
+    One timeout (`ctx.recall.timeout_ms`) covers both; it raises `TimeoutError`. The first
     recall from a store in this process has `FIRST_RECALL_TIMEOUT_S` instead: it loads what
     later ones find ready (the embedder, the vector and lexical indexes, the code of the
     search), which is start-up, not a slow store.
@@ -493,22 +494,22 @@ async def recall(
     episodes: list[SearchItem] = []
     ltm = LongTermMemory(store)
     first = store not in _RECALLED_FROM
-    seconds = FIRST_RECALL_TIMEOUT_S if first else ctx.recall_timeout_ms / 1000
+    seconds = FIRST_RECALL_TIMEOUT_S if first else ctx.recall.timeout_ms / 1000
     try:
         async with asyncio.timeout(seconds):
-            k = ctx.recall_k_first_turn if first_turn else ctx.recall_k
-            if ctx.recall_k > 0 and k > 0:  # recall_k=0 turns memories off everywhere
+            k = ctx.recall.k_first_turn if first_turn else ctx.recall.k
+            if ctx.recall.k > 0 and k > 0:  # recall_k=0 turns memories off everywhere
                 # the access statistics are written at the end of the turn (`consolidate`)
                 memories = await ltm.asearch(ctx.user_id, query, k=k, touch=False)
-            k = ctx.recall_episodes_first_turn if first_turn else ctx.recall_episodes
-            k = k if ctx.recall_episodes > 0 else 0  # 0 turns archived messages off everywhere
+            k = ctx.recall.episodes_first_turn if first_turn else ctx.recall.episodes
+            k = k if ctx.recall.episodes > 0 else 0  # 0 turns archived messages off everywhere
             if k > 0:
                 episodes = await ltm.asearch_episodes(
                     ctx.user_id, query, k=k,
-                    min_similarity=ctx.episode_min_similarity,
-                    min_relevance=ctx.episode_min_relevance,
-                    reply_min_relevance=ctx.reply_min_relevance,
-                    max_replies=ctx.recall_replies_first_turn if first_turn else ctx.recall_replies,
+                    min_similarity=ctx.recall.episode_min_similarity,
+                    min_relevance=ctx.recall.episode_min_relevance,
+                    reply_min_relevance=ctx.recall.reply_min_relevance,
+                    max_replies=ctx.recall.replies_first_turn if first_turn else ctx.recall.replies,
                 )
     except TimeoutError:
         raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms") from None

@@ -68,7 +68,7 @@ class ConsolidationInfo(TypedDict):
     mode: str
     """"llm" (the memory model) or "offline" (the rule extractor)."""
     extraction: NotRequired[str]
-    """`Context.extraction` as it applied: "write", "review" or "rules" ("given": an extractor
+    """`Context.extraction.mode` as it applied: "write", "review" or "rules" ("given": an extractor
     passed to `make_consolidate`)."""
     messages: int
     """Messages extracted from (those whose extraction or write failed are not counted)."""

@@ -60,7 +60,7 @@ from engram.evals.bench.stores import code_state
 from engram.graph.builder import build_graph
 from engram.nodes.compact import should_compact
 from engram.nodes.consolidate import consolidation_trigger
-from engram.nodes.context import Context
+from engram.nodes.context import Compaction, Context
 from engram.nodes.start import make_start
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.chroma.store import ChromaStore
@@ -74,9 +74,9 @@ TARGET_P50_MS = 5.0
 CONTEXT = Context(
     user_id="bench",
     context_window=WINDOW,
-    message_threshold=1_000_000,
-    token_threshold=1_000_000_000,
-    max_messages=1_000_000,
+    compaction=Compaction(
+        message_threshold=1_000_000, token_threshold=1_000_000_000, max_messages=1_000_000
+    ),
 )
 _TEXT = (
     "We moved the billing service to Postgres 16 last sprint; the migration took 3 days and the "
@@ -162,7 +162,7 @@ async def node_overhead(size: int, iterations: int, store: BaseStore) -> dict[st
         t1 = time.perf_counter()
         should_compact(state, CONTEXT, counter)  # type: ignore[arg-type]
         t2 = time.perf_counter()
-        consolidation_trigger(state, CONTEXT.consolidate_every_turns)  # type: ignore[arg-type]
+        consolidation_trigger(state, CONTEXT.extraction.every_turns)  # type: ignore[arg-type]
         t3, c3 = time.perf_counter(), time.process_time()
         if turn >= 5:
             timings["start"].append((t1 - t0) * 1000)

@@ -41,7 +41,7 @@ from engram.evals.scripted import ScriptedChatModel
 from engram.graph.builder import compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.models import load_chat_model
-from engram.nodes.context import Context
+from engram.nodes.context import Compaction, Context, Extraction, Recall
 from engram.nodes.work.background import wait_for_memory_work
 from engram.stores.chroma.store import ChromaStore, default_index
 from engram.stores.memory.long_term import LongTermMemory
@@ -61,8 +61,11 @@ def run_mode(mode: str, dialogs: list[Dialog], memory_model: Any, folder: Path) 
         checkpointer=saver,
     )
     ctx = Context(
-        user_id=USER, memory_work=mode, consolidate_every_turns=3, message_threshold=8,
-        keep_recent_messages=4, recall_timeout_ms=30_000,
+        user_id=USER,
+        memory_work=mode,
+        extraction=Extraction(every_turns=3),
+        compaction=Compaction(message_threshold=8, keep_recent_messages=4),
+        recall=Recall(timeout_ms=30_000),
     )
     times: dict[str, list[float]] = {kind: [] for kind in KINDS}
     started = time.perf_counter()

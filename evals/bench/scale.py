@@ -148,7 +148,7 @@ def measure(where: str, server: bool) -> dict[str, Any]:
     from langgraph.checkpoint.memory import InMemorySaver
 
     from engram.evals.scripted import ScriptedChatModel
-    from engram.graph import Context, compile_graph
+    from engram.graph import Context, Recall, compile_graph
     from engram.stores.chroma.store import ChromaStore
     from engram.stores.maintenance.maintain import maintain
     from engram.stores.memory.long_term import LongTermMemory
@@ -164,9 +164,11 @@ def measure(where: str, server: bool) -> dict[str, Any]:
     graph = compile_graph(ScriptedChatModel(replies=["ok"] * 4), store=store,
                           checkpointer=InMemorySaver())
     with timed(figures, "first turn"):
-        out = graph.invoke({"messages": [HumanMessage("what do I like to cook?")]},
-                           {"configurable": {"thread_id": "bench-1"}},
-                           context=Context(user_id=MEASURED_USER, recall_timeout_ms=600_000))
+        out = graph.invoke(
+            {"messages": [HumanMessage("what do I like to cook?")]},
+            {"configurable": {"thread_id": "bench-1"}},
+            context=Context(user_id=MEASURED_USER, recall=Recall(timeout_ms=600_000)),
+        )
     figures["first turn failures"] = out.get("failures", [])
     ltm = LongTermMemory(store)
     corpus = texts()

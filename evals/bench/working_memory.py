@@ -62,7 +62,7 @@ from rich.console import Console
 from rich.table import Table
 
 from engram.evals.bench.stores import code_state
-from engram.graph import Context, EngramMiddleware
+from engram.graph import Context, EngramMiddleware, Recall
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.local_model import local_chat_model
 from engram.nodes.text.tokens import counter_for_model
@@ -294,7 +294,7 @@ def run_task(
         context_schema=Context,
     )
     config = {"configurable": {"thread_id": str(uuid.uuid4())}, "recursion_limit": steps}
-    ctx = Context(user_id=USER, context_window=WINDOW, recall_k=0, recall_episodes=0)
+    ctx = Context(user_id=USER, context_window=WINDOW, recall=Recall(k=0, episodes=0))
     outcome, answer = "answered", ""
     begin = time.perf_counter()
     try:

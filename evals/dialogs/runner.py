@@ -43,8 +43,9 @@ from engram.evals.dialogs.suite import Dialog, Session
 from engram.evals.instrument import RunRecorder
 from engram.evals.sandbox import Sandbox, sandbox
 from engram.evals.scripted import ScriptedChatModel
-from engram.graph import Context
+from engram.graph import Context, Extraction, Recall
 from engram.graph.models import DEFAULT_CONTEXT_WINDOW
+from engram.nodes.context import ExtractionChoice
 from engram.nodes.recalled import new_episodes, shown_episode
 from engram.nodes.start import Budget, fit_recall, recall, recall_query
 from engram.nodes.text.tokens import REPLY_PRIMING, counter_for_model
@@ -58,7 +59,7 @@ USER_ID = "eval-user"
 
 PROBE_TIMEOUT_MS = 30_000
 """Recall timeout for probes: a probe measures what is recalled, not how fast (turns keep the
-default `Context.recall_timeout_ms`, and their timeouts are reported as failures)."""
+default `Context.recall.timeout_ms`, and their timeouts are reported as failures)."""
 
 SNAPSHOT_LIMIT = 10_000
 """Memories read back per snapshot at most."""
@@ -82,8 +83,8 @@ class RunSettings:
     """Its context window (None: engram's lookup, 8192 for an unknown model)."""
     concurrency: int = 2
     """Dialogs replayed at the same time."""
-    extraction: str = "auto"
-    """`Context.extraction`: who writes the memories ("auto", "write", "review", "rules")."""
+    extraction: ExtractionChoice = "auto"
+    """`Extraction.mode`: who writes the memories ("auto", "write", "review", "rules")."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -239,7 +240,7 @@ class _Replay:
             incognito=session.incognito,
             context_window=self.settings.context_window,
             memory_work="inline",  # each turn's memories are measured right after it
-            extraction=self.settings.extraction,
+            extraction=Extraction(mode=self.settings.extraction),
         )
         config: RunnableConfig = {
             "configurable": {"thread_id": thread},
@@ -336,7 +337,7 @@ async def _probe(
     """The probe's query as the first message of a new thread, through `start`'s recall and its
     memory budget (the eval model's window): the memories, and the episodes as the memory block
     shows them (cut, escaped)."""
-    ctx = Context(user_id=USER_ID, recall_timeout_ms=PROBE_TIMEOUT_MS)
+    ctx = Context(user_id=USER_ID, recall=Recall(timeout_ms=PROBE_TIMEOUT_MS))
     memories, episodes = await recall(
         store, ctx, recall_query([HumanMessage(query)], 0), first_turn=True
     )

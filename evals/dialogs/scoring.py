@@ -9,7 +9,7 @@ Which store state each metric reads:
   conflict that was stale after any of them counts as stale;
 - probe recall@5: each probe right after its session (the runner recalls then), its top 5
   memories; probe recall with archived messages: all that a new thread's first turn shows for
-  the probe (up to `recall_k_first_turn` memories and `recall_episodes_first_turn` messages);
+  the probe (up to `recall.k_first_turn` memories and `recall.episodes_first_turn` messages);
 - on-time recall: each expected memory after the session it is due by;
 - lost-memory rate: each expected memory that no conflict replaces, current after the session it
   is due by, and again after the last session: a memory the write policy retired or merged away
@@ -32,7 +32,7 @@ from engram.evals.report import SUITE_METRICS
 from engram.nodes.failures import MODEL_STAGES
 
 PROBE_K = 5
-"""k of probe recall@k (the graph's default `Context.recall_k`)."""
+"""k of probe recall@k (the graph's default `Context.recall.k`)."""
 TOKEN_TURN = 150
 """User turn at which the prompt is compared with the full-context baseline."""
 

@@ -12,8 +12,8 @@ consolidated without a reply.
 Then, for every question of categories 1-4, `start`'s recall path (`engram.nodes.start.recall`)
 runs with the question as the query, and the evidence turns covered by what came back count:
 a memory covers the turns in its `source_message_ids`, an archived message its `message_ids`.
-At k, recall returns up to k memories and up to k archived messages (`Context.recall_k` and
-`Context.recall_episodes` set to k; the similarity floor of episodes stays the default), so k
+At k, recall returns up to k memories and up to k archived messages (`Context.recall.k` and
+`Context.recall.episodes` set to k; the similarity floor of episodes stays the default), so k
 counts recalled items per channel, not turns: the numbers are not comparable with engine mode's
 turn ranking. Both speakers are people, so `speaker_b`'s turns, replies to engram, are recalled
 like the user's (`recall_replies=k`, the user's relevance bar). `*_at_default` is what a turn
@@ -48,7 +48,7 @@ from engram.evals.locomo.engine import (
 )
 from engram.evals.sandbox import Sandbox, sandbox
 from engram.evals.scripted import ScriptedChatModel
-from engram.graph import Context
+from engram.graph import Context, Recall
 from engram.nodes.start import recall
 from engram.stores.memory.long_term import LongTermMemory
 
@@ -252,15 +252,19 @@ async def _recall_coverage(
     for k in ks:
         ctx = Context(
             user_id=conversation_user(conversation),
-            recall_k=k,
-            recall_episodes=k,
-            recall_replies=k,
-            reply_min_relevance=Context.episode_min_relevance,
-            recall_timeout_ms=RECALL_TIMEOUT_MS,
+            recall=Recall(
+                k=k,
+                episodes=k,
+                replies=k,
+                reply_min_relevance=Recall().episode_min_relevance,
+                timeout_ms=RECALL_TIMEOUT_MS,
+            ),
         )
         memories, episodes = await recall(box.store, ctx, question.text)
         out[str(k)] = _coverage(memories, episodes, known)
-    default = Context(user_id=conversation_user(conversation), recall_timeout_ms=RECALL_TIMEOUT_MS)
+    default = Context(
+        user_id=conversation_user(conversation), recall=Recall(timeout_ms=RECALL_TIMEOUT_MS)
+    )
     memories, episodes = await recall(box.store, default, question.text)
     out["default"] = _coverage(memories, episodes, known)
     return out

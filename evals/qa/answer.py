@@ -29,7 +29,7 @@ from engram.evals.locomo.graph import RECALL_TIMEOUT_MS
 from engram.evals.qa.dataset import QAHistory, QAQuestion
 from engram.evals.qa.protocol import Protocol
 from engram.graph.models import context_window_for, model_name_of
-from engram.nodes.context import Context
+from engram.nodes.context import Context, Extraction, Recall
 from engram.nodes.episodes import episode_ops
 from engram.nodes.prompts import (
     FULL_CONTEXT_BLOCK_TEMPLATE,
@@ -46,7 +46,7 @@ BASELINES = SYSTEMS[1:]
 """The systems `--baselines` chooses from."""
 
 NO_CONSOLIDATION = 1_000_000
-"""`Context.consolidate_every_turns` of a question's thread: asking writes no memory."""
+"""`Context.extraction.every_turns` of a question's thread: asking writes no memory."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,8 @@ async def aanswer_in_thread(
     ctx = Context(
         user_id=history.user_id,
         system_prompt=protocol.instructions(history, question),
-        recall_timeout_ms=RECALL_TIMEOUT_MS,
-        consolidate_every_turns=NO_CONSOLIDATION,
+        recall=Recall(timeout_ms=RECALL_TIMEOUT_MS),
+        extraction=Extraction(every_turns=NO_CONSOLIDATION),
         memory_work="inline",
     )
     config = {"configurable": {"thread_id": f"{history.id}-{system}-question-{question.id}"}}

@@ -1,6 +1,6 @@
 """Memory extraction: the LLM extractor (structured output) and the choice between it and the rules.
 
-`make_extractor(memory_model, choice)` returns the extractor `Context.extraction` names:
+`make_extractor(memory_model, choice)` returns the extractor `Context.extraction.mode` names:
 `WritingExtractor` (the model writes the memories with `LLMExtractor`, the rules' candidates
 added), `ReviewExtractor` (`engram.nodes.extract.review`: the rules propose, the model reviews)
 or the offline `RuleExtractor` (`engram.nodes.extract.rules`); "auto" picks the rules without a
@@ -33,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from engram.nodes.context import ExtractionChoice
 from engram.nodes.extract.review import ReviewExtractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.model.calls import LOCAL_MODEL_METADATA, BoundedCall, ModelOutputError
@@ -129,10 +130,6 @@ class Extractor(Protocol):
         ...
 
 
-ExtractionChoice = Literal["auto", "write", "review", "rules"]
-"""`Context.extraction`: who writes long-term memories."""
-
-
 def extraction_for(memory_model: BaseChatModel | None, choice: ExtractionChoice = "auto") -> str:
     """What `choice` means for `memory_model`: "write", "review" or "rules".
 
@@ -153,8 +150,8 @@ def extraction_for(memory_model: BaseChatModel | None, choice: ExtractionChoice 
         return "write"
     if choice != "rules" and memory_model is None:
         raise ValueError(
-            f"Context.extraction={choice!r} needs a memory model: pass memory_model= to the graph "
-            "or the middleware (or --memory-model), or use 'auto' or 'rules'"
+            f"Context.extraction.mode={choice!r} needs a memory model: pass memory_model= to the "
+            "graph or the middleware (or --memory-model), or use 'auto' or 'rules'"
         )
     return choice
 

@@ -1,5 +1,5 @@
-"""Offload: a tool result above `Context.offload_threshold_tokens` is kept aside and the model
-sees a pointer in its place.
+"""Offload: a tool result above `Context.working_memory.offload_threshold_tokens` is kept aside
+and the model sees a pointer in its place.
 
 `Offloader.aprocess` runs on what a tool call returned (the graph's `ToolNode` and
 `EngramMiddleware` both call it from their tool-call wrappers, `engram.graph`):
@@ -91,7 +91,7 @@ class Offloader:
             store: Where results are kept (None: in the thread's state).
             thread_id: The run's thread (None: in the thread's state).
         """
-        if ctx.offload_threshold_tokens is None:
+        if ctx.working_memory.offload_threshold_tokens is None:
             return result
         if isinstance(result, ToolMessage):
             done = await self._offload(result, ctx, store, thread_id)
@@ -172,7 +172,7 @@ class Offloader:
         return pointed, update
 
     def _too_long(self, raw: str, ctx: Context) -> bool:
-        threshold = ctx.offload_threshold_tokens
+        threshold = ctx.working_memory.offload_threshold_tokens
         assert threshold is not None
         if len(raw) <= threshold:  # a token is at least a character
             return False

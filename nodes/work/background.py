@@ -34,7 +34,6 @@ import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -258,7 +257,7 @@ class MemoryWork:
         if job["id"] in _INFLIGHT:
             return
         runner = self._runners[job["kind"]]
-        own = runtime.override(context=replace(runtime.context, user_id=job["user_id"]))
+        own = runtime.override(context=runtime.context.replace(user_id=job["user_id"]))
         _schedule(job["id"], _execute(job, runner, state, own))
 
 

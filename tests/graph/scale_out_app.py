@@ -17,7 +17,7 @@ import sys
 from fakes import RecordingChatModel
 from langchain_core.messages import HumanMessage
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, compile_graph
 from engram.stores.chroma.store import make_store
 from engram.stores.lexical.hybrid import HybridSearchOp
 from engram.stores.namespaces import memory_namespace
@@ -31,7 +31,10 @@ def main() -> None:
     for line in sys.stdin:
         request = json.loads(line)
         config = {"configurable": {"thread_id": request["thread"]}}
-        context = Context(user_id=request["user"], message_threshold=4, keep_recent_messages=2)
+        context = Context(
+            user_id=request["user"],
+            compaction=Compaction(message_threshold=4, keep_recent_messages=2),
+        )
         calls = len(model.calls)
         if request.get("end"):
             graph.invoke({"end_session": True}, config, context=context)

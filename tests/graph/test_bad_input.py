@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Context, Recall, SettingsError, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.start import ContextOverflowError
 from engram.stores.chroma.store import ChromaStore, default_index
@@ -57,7 +57,7 @@ def test_a_lone_surrogate_in_a_message_is_replaced_and_the_turn_answers(tmp_path
     model = _model()
     saver = ThreadedSqliteSaver.from_path(tmp_path / "checkpoints.sqlite")
     graph = compile_graph(model, store=store, checkpointer=saver)
-    config, ctx = _config(), Context(user_id="sue", recall_timeout_ms=60_000)
+    config, ctx = _config(), Context(user_id="sue", recall=Recall(timeout_ms=60_000))
 
     out = graph.invoke(
         {"messages": [HumanMessage("I prefer green tea \ud800 over coffee \udfff!")]},
@@ -186,28 +186,47 @@ def test_a_byte_order_mark_does_not_hide_the_title_of_a_memory_md():
         ("context_window", 0),
         ("context_window", -8192),
         ("context_window", 8192.5),
-        ("message_threshold", 0),
-        ("token_threshold", 0),
-        ("token_threshold", "3000"),
-        ("max_summary_tokens", 0),
-        ("keep_recent_messages", -1),
-        ("max_messages", 0),
-        ("consolidate_every_turns", 0),
-        ("recall_k", -1),
-        ("recall_k", True),
-        ("recall_episodes", -2),
-        ("episode_min_similarity", 1.5),
-        ("episode_min_similarity", float("nan")),
-        ("recall_timeout_ms", 0),
+        ("compaction.message_threshold", 0),
+        ("compaction.token_threshold", 0),
+        ("compaction.token_threshold", "3000"),
+        ("compaction.max_summary_tokens", 0),
+        ("compaction.keep_recent_messages", -1),
+        ("compaction.max_messages", 0),
+        ("extraction.every_turns", 0),
+        ("recall.k", -1),
+        ("recall.k", True),
+        ("recall.episodes", -2),
+        ("recall.episode_min_similarity", 1.5),
+        ("recall.episode_min_similarity", float("nan")),
+        ("recall.timeout_ms", 0),
         ("incognito", "yes"),
         ("system_prompt", None),
+        ("memory_work", "later"),
+        ("extraction.mode", "llm"),
+        ("working_memory.offload_threshold_tokens", 0),
     ],
 )
 def test_context_refuses_a_bad_field_naming_it_and_what_it_accepts(field, value):
-    with pytest.raises(ValueError) as raised:
-        Context(**{field: value})
+    group, _, name = field.rpartition(".")
+    with pytest.raises(SettingsError) as raised:
+        Context(**({group: {name: value}} if group else {name: value}))
     message = str(raised.value)
-    assert message.startswith(f"Context.{field} must be ") and message.endswith(f"got {value!r}")
+    assert message.startswith(f"Context.{field}: ") and message.endswith(f"got {value!r}")
+    assert "pydantic" not in message and "http" not in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("recall_k", "recall.k"), ("consolidate_every_turns", "extraction.every_turns")],
+)
+def test_a_setting_from_before_the_groups_says_where_it_went(old, new):
+    with pytest.raises(SettingsError, match=rf"^Context\.{old} is now Context\.{new}: pass "):
+        Context(**{old: 3})
+
+
+def test_a_misspelt_setting_is_refused_not_ignored():
+    with pytest.raises(SettingsError, match=r"^Context\.recall\.kk is not a setting"):
+        Context(recall={"kk": 3})
 
 
 @pytest.mark.parametrize("user_id", ["alice@example.com", "*", "/", "用户", "a b", ".", "x" * 500])
@@ -218,6 +237,6 @@ def test_any_other_user_id_is_accepted(user_id):
 def test_a_bad_context_fails_the_invoke_that_brings_it():
     model = _model()
     graph = compile_graph(model, store=InMemoryStore(), checkpointer=InMemorySaver())
-    with pytest.raises(ValueError, match=r"Context\.recall_k must be an integer >= 0"):
-        graph.invoke({"messages": [HumanMessage("hi")]}, _config(), context={"recall_k": -1})
+    with pytest.raises(ValueError, match=r"Context\.recall\.k: input should be greater than or"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, _config(), context={"recall": {"k": -1}})
     assert not model.calls

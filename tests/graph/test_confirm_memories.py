@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
-from engram.graph import Context, compile_graph
+from engram.graph import Context, Recall, compile_graph
 from engram.graph.cli import app as cli_app
 from engram.graph.tools import memory_tools
 from engram.stores.chroma.store import ChromaStore
@@ -54,7 +54,7 @@ def test_extracted_memories_wait_are_not_recalled_and_are_saved_when_approved() 
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
     # archived messages are the chat history, recalled unless turned off: off here, to see
     # that nothing of what waits comes back as a memory
-    ctx = Context(user_id="alice", confirm_memories=True, recall_episodes=0)
+    ctx = Context(user_id="alice", confirm_memories=True, recall=Recall(episodes=0))
     config = _config()
     events = _end_session(graph, config, ctx, STRICT, IGUANA)
 

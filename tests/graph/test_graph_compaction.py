@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, Recall, compile_graph
 from engram.nodes.episodes import episode_ops
 from engram.nodes.prompts import SUMMARY_SYSTEM_PROMPT
 from engram.nodes.text.tokens import counter_for_model
@@ -115,7 +115,9 @@ def test_a_turn_over_the_token_threshold_does_not_compact_on_the_very_next_turn(
 def test_disabling_the_token_threshold_leaves_only_the_message_count() -> None:
     graph, _ = _graph()
     _, events, _ = _run_turns(
-        graph, [LONG] * 5, Context(user_id="t", token_threshold=None, context_window=32_000)
+        graph,
+        [LONG] * 5,
+        Context(user_id="t", compaction=Compaction(token_threshold=None), context_window=32_000),
     )
     assert [bool(e) for e in events] == [False, False, False, False, True]
 
@@ -140,7 +142,9 @@ def test_the_offline_summary_keeps_names_and_numbers_within_its_limit() -> None:
         "The budget is 4200 euros.",
         "cool",
     ]
-    state, _, _ = _run_turns(graph, texts, Context(user_id="s", max_summary_tokens=40))
+    state, _, _ = _run_turns(
+        graph, texts, Context(user_id="s", compaction=Compaction(max_summary_tokens=40))
+    )
     summary = state["summary"]
     assert "Lena" in summary and "Porto" in summary and "2019" in summary
     assert counter_for_model(None).count_text(summary) <= 40
@@ -185,7 +189,9 @@ def test_a_failing_summarizer_evicts_nothing_and_retries_next_turn() -> None:
 def test_over_the_hard_cap_a_failing_summarizer_still_evicts_with_the_lossy_note() -> None:
     graph, store = _graph(memory_model=FailingChatModel())
     state, events, _ = _run_turns(
-        graph, [f"message {i}" for i in range(7)], Context(user_id="cap", max_messages=12, memory_work="inline")
+        graph,
+        [f"message {i}" for i in range(7)],
+        Context(user_id="cap", compaction=Compaction(max_messages=12), memory_work="inline"),
     )
     assert events[-1]["lossy"] is True and events[-1]["evicted"] == 10
     assert "10 earlier messages could not be summarized" in state["summary"]
@@ -262,7 +268,7 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
     texts = ["My bike locker number is 7391.", "I like rain.", "Lunch was fine.", "Nothing new.", "Ok."]
     _run_turns(graph, texts, Context(user_id="ep2"))  # turn 5 evicts the first three exchanges
-    ctx = Context(user_id="ep2", recall_episodes=1, recall_episodes_first_turn=1)
+    ctx = Context(user_id="ep2", recall=Recall(episodes=1, episodes_first_turn=1))
     state, _, _ = _run_turns(graph, ["What is my bike locker number?"], ctx)
     system = model.calls[-1][0].content
     block = system[system.index("<user_memory>") : system.index("</user_memory>")]
@@ -270,7 +276,7 @@ def test_an_archived_detail_comes_back_when_asked_about_in_a_later_thread() -> N
     assert "]\n- user: My bike locker number is 7391.\n" in block  # under its date
     assert len(state["built_context"]["episode_ids"]) == 1
 
-    unrelated = Context(user_id="ep2", episode_min_similarity=0.99)
+    unrelated = Context(user_id="ep2", recall=Recall(episode_min_similarity=0.99))
     state, _, _ = _run_turns(graph, ["What is my bike locker number?"], unrelated)
     assert state["built_context"]["episode_ids"] == []
 

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, compile_graph
 from engram.nodes.start import (
     Budget,
     ContextOverflowError,
@@ -27,7 +27,7 @@ from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import MemoryCandidate
 
 COUNTER = counter_for_model(None)  # the fake model has no name: cl100k_base
-NO_COMPACTION = {"message_threshold": 100_000, "token_threshold": None, "max_messages": 100_000}
+NO_COMPACTION = Compaction(message_threshold=100_000, token_threshold=None, max_messages=100_000)
 
 
 def _store() -> InMemoryStore:
@@ -146,7 +146,7 @@ def test_history_is_the_newest_messages_that_fit() -> None:
     out = graph.invoke(
         {"messages": [*history, HumanMessage("and now?")]},
         _config(),
-        context=Context(context_window=1000, **NO_COMPACTION),
+        context=Context(context_window=1000, compaction=NO_COMPACTION),
     )
     built = out["built_context"]
     sent = model.calls[-1][1:]
@@ -302,7 +302,7 @@ def test_the_model_input_never_exceeds_window_minus_reserve(
     current = COUNTER.count_message(conversation[-1])
     fixed = COUNTER.count_text(system_prompt) + current + 4 + 3  # + message overhead + priming
     ctx = Context(
-        user_id="prop", context_window=window, system_prompt=system_prompt, **NO_COMPACTION
+        user_id="prop", context_window=window, system_prompt=system_prompt, compaction=NO_COMPACTION
     )
     run = lambda: _PROPERTY_GRAPH.invoke(  # noqa: E731
         {"messages": conversation, "summary": summary}, _config(), context=ctx

@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Context, Recall, compile_graph
 from engram.nodes import failures
 from engram.nodes.failures import MemoryModelFallbackWarning
 from engram.stores.memory.long_term import LongTermMemory
@@ -65,7 +65,7 @@ def test_a_slow_recall_is_abandoned_after_the_timeout() -> None:
     store = _store(embeddings)
     _turn(store, Context(user_id="ann"))  # the store's first recall: its start-up is done
     embeddings.delay = 5.0
-    out, _ = _turn(store, Context(user_id="ann", recall_timeout_ms=50))
+    out, _ = _turn(store, Context(user_id="ann", recall=Recall(timeout_ms=50)))
     assert out["messages"][-1].content == "Here is my answer."
     assert out["failures"] == [{"stage": "recall", "error": "TimeoutError: no answer within 50 ms"}]
 
@@ -76,9 +76,9 @@ def test_the_first_recall_from_a_store_may_take_its_start_up_time() -> None:
     embeddings = SlowEmbeddings(delay=0.3)
     store = _store(embeddings)
     LongTermMemory(store).upsert("ann", [MemoryCandidate(content="I drink oolong tea", category="preference")])
-    out, _ = _turn(store, Context(user_id="ann", recall_timeout_ms=50))
+    out, _ = _turn(store, Context(user_id="ann", recall=Recall(timeout_ms=50)))
     assert out["failures"] == [] and out["built_context"]["memory_ids"]
-    out, _ = _turn(store, Context(user_id="ann", recall_timeout_ms=50))
+    out, _ = _turn(store, Context(user_id="ann", recall=Recall(timeout_ms=50)))
     assert out["failures"] == [{"stage": "recall", "error": "TimeoutError: no answer within 50 ms"}]
 
 

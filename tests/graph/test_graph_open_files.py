@@ -20,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
 from engram.stores.chroma.store import make_store
@@ -62,7 +62,9 @@ def _cli(*args: str) -> str:
 def _round(n: int) -> None:
     """A session on the default graph, another process's write (a reload), a second session
     on a graph closed by hand, then commands."""
-    ctx = Context(user_id="dana", message_threshold=4, keep_recent_messages=2)
+    ctx = Context(
+        user_id="dana", compaction=Compaction(message_threshold=4, keep_recent_messages=2)
+    )
     with compile_graph(_model()) as graph:
         config = {"configurable": {"thread_id": f"dana-{n}"}}
         for text in ("I'm Dana and I teach maths in Leeds.", "I prefer tea over coffee."):

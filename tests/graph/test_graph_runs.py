@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 
 
@@ -55,7 +55,9 @@ async def test_tokens_stream_with_stream_mode_messages_sync_and_async() -> None:
         _model(), memory_model=memory_model, store=_store(), checkpointer=InMemorySaver()
     )
     config = _config()
-    ctx = Context(message_threshold=3, keep_recent_messages=1, memory_work="inline")
+    ctx = Context(
+        compaction=Compaction(message_threshold=3, keep_recent_messages=1), memory_work="inline"
+    )
     sync_chunks = [
         (chunk, meta["langgraph_node"])
         for chunk, meta in graph.stream(

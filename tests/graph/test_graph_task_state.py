@@ -17,7 +17,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from engram.graph import Context, EngramMiddleware, compile_graph
+from engram.graph import Compaction, Context, EngramMiddleware, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.task.update import TaskStateAnswer
 from engram.stores.chroma.store import ChromaStore
@@ -62,8 +62,10 @@ async def test_the_task_state_survives_compaction_and_is_shown_to_the_model(
         app = create_agent(model, tools=[check_pool], middleware=[EngramMiddleware()],
                            store=store, checkpointer=saver, context_schema=Context)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="alice", message_threshold=4, keep_recent_messages=2,
-                  token_threshold=None)
+    ctx = Context(
+        user_id="alice",
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2, token_threshold=None),
+    )
     turns = [GOAL, "Go ahead.", "What next?", "And then?", "Anything else?", "Thanks, bye now."]
     for n, text in enumerate(turns):
         payload = {"messages": [HumanMessage(text)]}
@@ -111,8 +113,11 @@ async def test_only_a_tool_using_thread_gets_a_task_state_and_its_model_call(
     saver = ThreadedSqliteSaver.from_path(tmp_path / "checkpoints.sqlite")
     app = _app(kind, model, store, saver, memory_model)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="alice", message_threshold=4, keep_recent_messages=2,
-                  token_threshold=None, memory_work="inline")
+    ctx = Context(
+        user_id="alice",
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2, token_threshold=None),
+        memory_work="inline",
+    )
     turns = [GOAL if uses_tools else "Tell me about cats.",
              *(f"Tell me fact number {n} about cats." for n in range(7))]
     for text in turns:
@@ -140,8 +145,11 @@ async def test_the_task_state_follows_the_thread_after_its_tool_messages_are_fol
     saver = ThreadedSqliteSaver.from_path(tmp_path / "checkpoints.sqlite")
     app = _app(kind, ToolCallingChatModel(messages=_replies()), store, saver, None)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="alice", message_threshold=4, keep_recent_messages=2,
-                  token_threshold=None, memory_work="inline")
+    ctx = Context(
+        user_id="alice",
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2, token_threshold=None),
+        memory_work="inline",
+    )
     turns = [GOAL, *(f"Now write a haiku about topic number {n} please." for n in range(10))]
     for text in turns:
         await app.ainvoke({"messages": [HumanMessage(text)]}, config, context=ctx)

@@ -12,10 +12,10 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, Extraction, compile_graph
 from engram.stores.memory.long_term import LongTermMemory
 
-NO_COMPACTION = {"message_threshold": 1000, "token_threshold": None}
+NO_COMPACTION = Compaction(message_threshold=1000, token_threshold=None)
 
 
 def _turns(graph, ctx: Context, texts: list[str], thread: str) -> dict:
@@ -36,7 +36,12 @@ def test_a_failing_extractor_on_a_turn_still_answers_says_so_and_falls_back_to_r
     graph = compile_graph(
         model, memory_model=memory_model, store=store, checkpointer=InMemorySaver()
     )
-    ctx = Context(user_id="ext", consolidate_every_turns=3, memory_work="inline", **NO_COMPACTION)
+    ctx = Context(
+        user_id="ext",
+        extraction=Extraction(every_turns=3),
+        memory_work="inline",
+        compaction=NO_COMPACTION,
+    )
 
     out = _turns(graph, ctx, ["I prefer tea.", "I live in Oslo.", "I use Vim."], str(uuid.uuid4()))
 
@@ -54,7 +59,7 @@ def test_an_embedder_failing_at_session_end_records_it_and_keeps_the_messages() 
     store = InMemoryStore(index={"dims": 256, "embed": embeddings, "fields": ["content"]})
     model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
     graph = compile_graph(model, store=store, checkpointer=InMemorySaver())
-    ctx = Context(user_id="emb", **NO_COMPACTION)
+    ctx = Context(user_id="emb", compaction=NO_COMPACTION)
     thread = str(uuid.uuid4())
     _turns(graph, ctx, ["I prefer React over Vue now."], thread)
 

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, EngramMiddleware, compile_graph
+from engram.graph import Context, EngramMiddleware, Extraction, compile_graph
 from engram.graph.run_context import AUTH_USER_KEY, UserMismatchError
 from engram.nodes.owner import ThreadOwnerError
 from engram.stores.memory.long_term import LongTermMemory
@@ -148,7 +148,7 @@ def test_jobs_and_procedures_of_another_user_in_a_threads_state_are_dropped() ->
     runs or writes for another user."""
     store, saver = InMemoryStore(), InMemorySaver()
     app = _graph("graph", store, saver)
-    bob = Context(user_id="bob", consolidate_every_turns=1)
+    bob = Context(user_id="bob", extraction=Extraction(every_turns=1))
     _invoke(app, "sync", _say("hello"), _config("b"), context=bob)
     job = {"id": "j1", "kind": "consolidate", "user_id": "alice", "trigger": "turns",
            "messages": [{"type": "human", "content": "I work at Mallory Corp", "id": "x1"}]}

@@ -16,7 +16,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from engram.graph import Context, EngramMiddleware, compile_graph
+from engram.graph import Compaction, Context, EngramMiddleware, Extraction, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.stores.chroma.store import ChromaStore
 
@@ -76,7 +76,7 @@ async def test_memories_written_by_one_thread_are_recalled_in_the_next(store, sa
         checkpointer=saver,
         context_schema=Context,
     )
-    ctx = Context(user_id="alice", consolidate_every_turns=1)
+    ctx = Context(user_id="alice", extraction=Extraction(every_turns=1))
     events = await run(
         agent, {"messages": [HumanMessage("I prefer dark mode in every editor")]}, _config(), ctx
     )
@@ -135,7 +135,9 @@ async def test_compaction_summarizes_archives_and_keeps_tool_pairs(store, saver,
         checkpointer=saver,
         context_schema=Context,
     )
-    ctx = Context(user_id="carol", message_threshold=6, keep_recent_messages=5)
+    ctx = Context(
+        user_id="carol", compaction=Compaction(message_threshold=6, keep_recent_messages=5)
+    )
     config = _config()
     events: list[dict] = []
     for text in ["Where is my parcel B2?", "My cat is called Miso", "I live in Lyon"]:
@@ -169,9 +171,9 @@ async def test_incognito_recalls_and_writes_nothing(store, saver, run) -> None:
         agent,
         {"messages": [HumanMessage("I prefer tea over coffee")]},
         _config(),
-        Context(user_id="dan", consolidate_every_turns=1),
+        Context(user_id="dan", extraction=Extraction(every_turns=1)),
     )
-    secret = Context(user_id="dan", consolidate_every_turns=1, incognito=True)
+    secret = Context(user_id="dan", extraction=Extraction(every_turns=1), incognito=True)
     config = _config()
     events = await run(
         agent, {"messages": [HumanMessage("I prefer green tea actually")]}, config, secret
@@ -218,7 +220,9 @@ def test_the_agent_and_the_graph_give_the_model_the_same_input(tmp_path) -> None
         "And where does Ana live?",
     ]
     ctx = Context(
-        user_id="fay", message_threshold=5, keep_recent_messages=2, consolidate_every_turns=2
+        user_id="fay",
+        compaction=Compaction(message_threshold=5, keep_recent_messages=2),
+        extraction=Extraction(every_turns=2),
     )
     results = []
     for kind in ("graph", "agent"):

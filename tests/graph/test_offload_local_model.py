@@ -14,7 +14,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 
-from engram.graph import Context, EngramMiddleware
+from engram.graph import Compaction, Context, EngramMiddleware, Extraction, Recall, WorkingMemory
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.local_model import local_chat_model
 from engram.nodes.offload import pointer_of
@@ -58,9 +58,13 @@ async def test_the_local_model_summarizes_the_result_and_writes_the_task_state(
                          middleware=[EngramMiddleware(memory_model=local_05b, offload=True)],
                          store=store, checkpointer=saver, context_schema=Context)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="alice", offload_threshold_tokens=500, message_threshold=4,
-                  keep_recent_messages=2, token_threshold=None, extraction="rules",
-                  recall_timeout_ms=30_000)
+    ctx = Context(
+        user_id="alice",
+        working_memory=WorkingMemory(offload_threshold_tokens=500),
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2, token_threshold=None),
+        extraction=Extraction(mode="rules"),
+        recall=Recall(timeout_ms=30_000),
+    )
     failures = []
     for text in ("Checkout fails since Monday: find out why.", "Go ahead.", "What next?"):
         out = await agent.ainvoke({"messages": [HumanMessage(text)]}, config, context=ctx)

@@ -23,7 +23,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, Extraction, compile_graph
 
 
 class _Completions(BaseHTTPRequestHandler):
@@ -71,8 +71,12 @@ def _loop_failures(out: dict) -> list[dict]:
 @pytest.mark.parametrize("memory_work", ["inline", "background"])
 def test_invoke_and_ainvoke_share_one_model_object(base_url, memory_work) -> None:
     graph = _graph(base_url)
-    ctx = Context(user_id="one", message_threshold=4, keep_recent_messages=2,
-                  consolidate_every_turns=2, memory_work=memory_work)
+    ctx = Context(
+        user_id="one",
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2),
+        extraction=Extraction(every_turns=2),
+        memory_work=memory_work,
+    )
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
 
     async def app() -> list[dict]:

@@ -22,7 +22,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_openai import ChatOpenAI
 
-from engram.graph import Context, EngramMiddleware, compile_graph, wait_for_memory_work
+from engram.graph import (
+    Compaction,
+    Context,
+    EngramMiddleware,
+    Extraction,
+    compile_graph,
+    wait_for_memory_work,
+)
 from engram.graph.builder import default_checkpointer, default_store
 from engram.graph.local_model import local_chat_model
 
@@ -66,8 +73,10 @@ def _ctx(user: str, memory_work: str) -> Context:
     # The 0.5B reviews the rules' candidates: "auto" picks that for local_chat_model's objects,
     # and plain ChatOpenAI objects on the same server are told so.
     return Context(
-        user_id=user, message_threshold=4, keep_recent_messages=2, consolidate_every_turns=2,
-        memory_work=memory_work, extraction="review",
+        user_id=user,
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2),
+        extraction=Extraction(every_turns=2, mode="review"),
+        memory_work=memory_work,
     )
 
 
@@ -179,8 +188,9 @@ def test_the_local_model_writing_memories_is_robust(served) -> None:
     from engram.stores.memory.long_term import LongTermMemory
 
     graph = compile_graph(served, memory_model=served)
-    ctx = Context(user_id="gia", consolidate_every_turns=2, memory_work="inline",
-                  extraction="write")
+    ctx = Context(
+        user_id="gia", extraction=Extraction(every_turns=2, mode="write"), memory_work="inline"
+    )
     config = _config()
     results = [graph.invoke({"messages": [HumanMessage(t)]}, config, context=ctx) for t in TURNS]
     final = graph.invoke({"messages": [], "end_session": True}, config, context=ctx)

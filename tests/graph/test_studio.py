@@ -61,12 +61,12 @@ async def test_a_thread_through_the_http_api_writes_memories_readable_from_the_s
 async def test_a_failed_run_reaches_the_client_with_its_message(server: str) -> None:
     client = get_client(url=server)
     thread = await client.threads.create()
-    with pytest.raises(Exception, match=r"ValueError: Context\.recall_k must be an integer >= 0"):
+    with pytest.raises(Exception, match=r"SettingsError: Context\.recall\.k: input should be greater"):
         await client.runs.wait(
             thread["thread_id"],
             "engram",
             input={"messages": [{"role": "user", "content": "hello"}]},
-            context={"user_id": "studio-user", "recall_k": -1},
+            context={"user_id": "studio-user", "recall": {"k": -1}},
         )
     with pytest.raises(Exception, match=r"ContextOverflowError: the current input is \d+ tokens"):
         await client.runs.wait(

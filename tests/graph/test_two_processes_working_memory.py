@@ -52,7 +52,7 @@ def worker() -> None:  # pragma: no cover - runs in the subprocesses
     from langchain_core.messages import AIMessage, HumanMessage
     from langchain_core.tools import tool
 
-    from engram.graph import Context, compile_graph
+    from engram.graph import Context, Recall, compile_graph
     from engram.graph.builder import default_checkpointer
     from engram.nodes.offload import pointer_of
     from engram.stores.chroma.store import make_store
@@ -142,7 +142,7 @@ def worker() -> None:  # pragma: no cover - runs in the subprocesses
         model = ToolCallingChatModel(messages=iter(replies))
         graph = compile_graph(model, store=store, checkpointer=saver,
                               tools=[fetch_logs, restart_service])
-        ctx = Context(user_id=user, recall_timeout_ms=30_000, memory_work="inline")
+        ctx = Context(user_id=user, recall=Recall(timeout_ms=30_000), memory_work="inline")
         out = graph.invoke(payload, {"configurable": {"thread_id": thread}}, context=ctx)
         return model, out
 
@@ -203,7 +203,7 @@ def worker() -> None:  # pragma: no cover - runs in the subprocesses
         model = ToolCallingChatModel(messages=iter(replies))
         graph = compile_graph(model, store=store, checkpointer=saver,
                               tools=[fetch_logs, restart_service])
-        ctx = Context(user_id=user, recall_timeout_ms=30_000, memory_work="inline")
+        ctx = Context(user_id=user, recall=Recall(timeout_ms=30_000), memory_work="inline")
         config = {"configurable": {"thread_id": thread}}
         first = graph.invoke(say(r["task"]), config, context=ctx)
         if r.get("meet"):

@@ -14,7 +14,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from engram.graph import Context, EngramMiddleware, compile_graph
+from engram.graph import Context, EngramMiddleware, Extraction, compile_graph
 from engram.nodes.extract.statement import statement_candidate
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.manage.undo import aundo_memory, undo_memory
@@ -45,7 +45,7 @@ def _turn(app: Any, text: str, ctx: Context, config: dict | None = None) -> list
 def test_a_reply_cites_the_memories_its_model_was_given(kind: str) -> None:
     store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
     app, model = _app(kind, store)
-    ctx = Context(user_id="alice", consolidate_every_turns=1)
+    ctx = Context(user_id="alice", extraction=Extraction(every_turns=1))
     [created] = _turn(app, "I prefer dark mode in every editor", ctx)
     assert created["event"] == "memory.created"
 
@@ -67,7 +67,7 @@ def test_a_reply_cites_the_memories_its_model_was_given(kind: str) -> None:
 async def test_undo_forgets_a_created_memory_and_brings_back_what_it_replaced(kind: str) -> None:
     store = InMemoryStore(index={"dims": 256, "embed": NGramEmbeddings(), "fields": ["content"]})
     app, _ = _app(kind, store)
-    ctx = Context(user_id="carol", consolidate_every_turns=1)
+    ctx = Context(user_id="carol", extraction=Extraction(every_turns=1))
     [first] = _turn(app, "My favorite editor is vim", ctx)
     events = _turn(app, "My favorite editor is emacs", ctx)
     created = next(e for e in events if e["event"] == "memory.created")

@@ -15,7 +15,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from engram.nodes.consolidate import make_consolidate, windows
-from engram.nodes.context import Context
+from engram.nodes.context import Context, Extraction, Recall
 from engram.nodes.extract.llm import LLMExtractor
 from engram.nodes.state import EngramState
 from engram.nodes.text.tokens import counter_for_model
@@ -91,7 +91,7 @@ async def test_no_trigger_extracts_nothing():
 async def test_every_n_turns_extracts_and_resets_the_counter(every, turns):
     graph, store = build()
     state, _ = await run(graph, {"messages": CONVERSATION, "turns_since_consolidation": turns},
-                         consolidate_every_turns=every)
+                         extraction=Extraction(every_turns=every))
     assert len(memories(store)) == 4
     assert state["turns_since_consolidation"] == 0
     assert set(state["consolidated_message_ids"]) == {m.id for m in CONVERSATION}
@@ -321,6 +321,8 @@ def test_a_session_end_archives_every_message_still_in_the_thread(incognito) -> 
     later = graph.invoke(
         {"messages": [HumanMessage("which boiler model do I have?")]},
         {"configurable": {"thread_id": "ivy-2"}},
-        context=Context(user_id="ivy", episode_min_similarity=0.0),  # n-gram test embeddings
+        context=Context(
+            user_id="ivy", recall=Recall(episode_min_similarity=0.0)
+        ),  # n-gram test embeddings
     )
     assert later["built_context"]["episode_ids"]

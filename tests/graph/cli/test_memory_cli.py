@@ -16,7 +16,7 @@ from fakes import RecordingChatModel
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
 from engram.stores.chroma import metadata as md
@@ -323,7 +323,9 @@ def _graph_turns(user: str, thread: str, texts: list[str]) -> None:
     model = RecordingChatModel(messages=(f"noted {i}" for i in itertools.count()))
     with compile_graph(model) as graph:
         config = {"configurable": {"thread_id": thread}}
-        ctx = Context(user_id=user, message_threshold=4, keep_recent_messages=2)
+        ctx = Context(
+            user_id=user, compaction=Compaction(message_threshold=4, keep_recent_messages=2)
+        )
         for text in texts:
             graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
         graph.invoke({"end_session": True}, config, context=ctx)

@@ -24,7 +24,7 @@ import chromadb
 from fakes import GatedMemoryModel, NGramEmbeddings, RecordingChatModel
 from langchain_core.messages import HumanMessage
 
-from engram.graph import Context, compile_graph, resume_memory_work
+from engram.graph import Compaction, Context, Extraction, compile_graph, resume_memory_work
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.work.background import wait_for_memory_work
 from engram.stores.chroma.store import ChromaStore
@@ -33,7 +33,9 @@ from engram.stores.memory.long_term import LongTermMemory
 
 CONFIG = {"configurable": {"thread_id": "crash-thread"}}
 CONTEXT = Context(
-    user_id="crash", consolidate_every_turns=2, message_threshold=1000, token_threshold=None
+    user_id="crash",
+    extraction=Extraction(every_turns=2),
+    compaction=Compaction(message_threshold=1000, token_threshold=None),
 )
 TEA = {"content": "I always drink green tea in the morning.", "category": "preference",
        "importance": 0.9}

@@ -24,7 +24,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.store.base import BaseStore
 
-from engram.graph import Context, EngramMiddleware, compile_graph, resume_memory_work
+from engram.graph import (
+    Compaction,
+    Context,
+    EngramMiddleware,
+    Extraction,
+    compile_graph,
+    resume_memory_work,
+)
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.nodes.start import ContextOverflowError
 from engram.nodes.work.background import wait_for_memory_work
@@ -34,7 +41,7 @@ from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.users import delete_user
 
 SCRIPT = Path(__file__).with_name("background_process.py")
-NO_COMPACTION = {"message_threshold": 1000, "token_threshold": None}
+NO_COMPACTION = Compaction(message_threshold=1000, token_threshold=None)
 TEA = {"content": "I always drink green tea in the morning.", "category": "preference",
        "importance": 0.9}
 REVIEWED_TEA = {"reviews": [{"n": 1, "keep": True, "category": "preference"}]}
@@ -94,7 +101,9 @@ def test_a_consolidating_turn_returns_before_the_slow_model_and_the_next_turn_ap
 ) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="bg", consolidate_every_turns=2, **NO_COMPACTION)  # "auto"
+    ctx = Context(
+        user_id="bg", extraction=Extraction(every_turns=2), compaction=NO_COMPACTION
+    )  # "auto"
     _turn(graph, "Hello there.", config, ctx)
 
     out = _turn(graph, "I always drink green tea in the morning.", config, ctx)
@@ -132,7 +141,7 @@ def test_a_consolidating_turn_returns_before_the_slow_model_and_the_next_turn_ap
 async def test_async_runs_hand_the_work_to_the_worker_too(store, saver, memory_model) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="async", consolidate_every_turns=1, **NO_COMPACTION)
+    ctx = Context(user_id="async", extraction=Extraction(every_turns=1), compaction=NO_COMPACTION)
 
     out = await graph.ainvoke(
         {"messages": [HumanMessage("I always drink green tea in the morning.")]}, config, context=ctx
@@ -152,7 +161,12 @@ def test_a_turn_that_fails_after_collecting_leaves_the_job_for_the_next_turn(
 ) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="bg", consolidate_every_turns=1, context_window=2048, **NO_COMPACTION)
+    ctx = Context(
+        user_id="bg",
+        extraction=Extraction(every_turns=1),
+        context_window=2048,
+        compaction=NO_COMPACTION,
+    )
     _turn(graph, "I always drink green tea in the morning.", config, ctx)
     memory_model.gate.set()
     assert wait_for_memory_work(timeout=30)
@@ -181,7 +195,9 @@ def test_a_background_compaction_folds_at_the_next_turn_with_nothing_lost(
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     ctx = Context(
-        user_id="fold", message_threshold=6, keep_recent_messages=2, consolidate_every_turns=100
+        user_id="fold",
+        compaction=Compaction(message_threshold=6, keep_recent_messages=2),
+        extraction=Extraction(every_turns=100),
     )
     for i in range(3):
         out = _turn(graph, f"note {i}", config, ctx)
@@ -211,7 +227,12 @@ def test_a_background_compaction_folds_at_the_next_turn_with_nothing_lost(
 def test_the_inline_option_waits_for_the_work_as_before(store, saver, memory_model) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="in", consolidate_every_turns=1, memory_work="inline", **NO_COMPACTION)
+    ctx = Context(
+        user_id="in",
+        extraction=Extraction(every_turns=1),
+        memory_work="inline",
+        compaction=NO_COMPACTION,
+    )
     memory_model.gate.set()
 
     out = _turn(graph, "I always drink green tea in the morning.", config, ctx)
@@ -226,7 +247,7 @@ def test_a_session_end_waits_for_the_threads_jobs_and_applies_them(
 ) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="end", consolidate_every_turns=1, **NO_COMPACTION)
+    ctx = Context(user_id="end", extraction=Extraction(every_turns=1), compaction=NO_COMPACTION)
     out = _turn(graph, "I always drink green tea in the morning.", config, ctx)
     assert out["memory_jobs"]
     memory_model.gate.set()
@@ -240,7 +261,9 @@ def test_a_session_end_waits_for_the_threads_jobs_and_applies_them(
 def test_deleting_the_user_removes_their_pending_jobs_and_what_a_running_one_writes(store, saver, memory_model) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="gone@example.com", consolidate_every_turns=1, **NO_COMPACTION)
+    ctx = Context(
+        user_id="gone@example.com", extraction=Extraction(every_turns=1), compaction=NO_COMPACTION
+    )
     _turn(graph, "I always drink green tea in the morning.", config, ctx)
     assert len(_jobs(store, "gone@example.com")) == 1
 
@@ -259,7 +282,12 @@ def test_deleting_the_user_removes_their_pending_jobs_and_what_a_running_one_wri
 def test_an_incognito_run_journals_nothing(store, saver, memory_model) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="inc", consolidate_every_turns=1, incognito=True, message_threshold=2)
+    ctx = Context(
+        user_id="inc",
+        extraction=Extraction(every_turns=1),
+        incognito=True,
+        compaction=Compaction(message_threshold=2),
+    )
     memory_model.gate.set()
     for text in ("I always drink green tea in the morning.", "My pw is hunter2"):
         out = _turn(graph, text, config, ctx)
@@ -273,7 +301,7 @@ def test_the_middleware_consolidates_after_the_run_in_the_background(
     model = RecordingChatModel(messages=(f"reply {i}" for i in itertools.count()))
     agent = _agent(memory_model, store, saver, model)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="agent", consolidate_every_turns=1, **NO_COMPACTION)
+    ctx = Context(user_id="agent", extraction=Extraction(every_turns=1), compaction=NO_COMPACTION)
 
     out = agent.invoke(
         {"messages": [HumanMessage("I always drink green tea in the morning.")]}, config, context=ctx
@@ -322,7 +350,11 @@ def test_the_memory_model_is_never_called_through_its_async_api(store, saver, mo
     memory_model.gate.set()
     agent = _agent(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="loops", message_threshold=4, keep_recent_messages=2, memory_work=mode)
+    ctx = Context(
+        user_id="loops",
+        compaction=Compaction(message_threshold=4, keep_recent_messages=2),
+        memory_work=mode,
+    )
     for i in range(5):
         agent.invoke({"messages": [HumanMessage(f"note {i}")]}, config, context=ctx)
     agent.invoke({"messages": [], "end_session": True}, config, context=ctx)
@@ -337,7 +369,7 @@ def test_the_memory_model_is_never_called_through_its_async_api(store, saver, mo
 def test_resuming_at_start_up_drops_an_entry_its_thread_never_recorded(store, saver, memory_model) -> None:
     graph = _graph(memory_model, store, saver)
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = Context(user_id="bg", **NO_COMPACTION)
+    ctx = Context(user_id="bg", compaction=NO_COMPACTION)
     _turn(graph, "Hello there.", config, ctx)
     # the entry of a process that died inside the node that journaled it: its lease ran out
     # and the thread's state never recorded it

@@ -34,12 +34,14 @@ def app(turns: int, user: str, probe: str | None = None) -> dict:
     from fakes import RecordingChatModel
 
     from engram.graph.builder import compile_graph
-    from engram.nodes.context import Context
+    from engram.nodes.context import Context, Extraction, Recall
 
     model = RecordingChatModel(messages=itertools.cycle(["Noted, thanks."]))
     graph = compile_graph(model)
     config = {"configurable": {"thread_id": f"app-{user}"}}
-    context = Context(user_id=user, consolidate_every_turns=5, recall_timeout_ms=30_000)
+    context = Context(
+        user_id=user, extraction=Extraction(every_turns=5), recall=Recall(timeout_ms=30_000)
+    )
     failed: list[list[dict]] = []
     recalled: list[int] = []
     for turn in range(turns):

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.store.base import PutOp
 from typer.testing import CliRunner
 
-from engram.graph import Context, compile_graph
+from engram.graph import Context, Recall, compile_graph
 from engram.graph.checkpoint import ThreadedSqliteSaver
 from engram.graph.cli import app
 from engram.stores.chroma import relabel
@@ -153,7 +153,7 @@ def test_an_email_id_goes_through_the_graph_recall_export_and_delete(data):
     saver = ThreadedSqliteSaver.from_path(data / "checkpoints.sqlite")
     model = RecordingChatModel(messages=iter([f"noted {i}" for i in range(100)]))
     graph = compile_graph(model, store=store, checkpointer=saver)
-    ctx = Context(user_id=user, recall_timeout_ms=30_000)
+    ctx = Context(user_id=user, recall=Recall(timeout_ms=30_000))
     turns = [
         "I prefer dark mode in every editor.",
         "My cat is called Quixotelle.",

@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from secrets_corpus import WINDOW, Case, leaked, load
 
 from engram.evals.report import build_report, write_report
-from engram.graph import Context, compile_graph
+from engram.graph import Compaction, Context, Extraction, compile_graph
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.secrets import REDACTED
@@ -53,8 +53,11 @@ def _leaks(text: str, secrets: list[str] = ALL_SECRETS) -> list[str]:
 
 
 def _context() -> Context:
-    return Context(user_id=USER, message_threshold=10, keep_recent_messages=4,
-                   consolidate_every_turns=5)
+    return Context(
+        user_id=USER,
+        compaction=Compaction(message_threshold=10, keep_recent_messages=4),
+        extraction=Extraction(every_turns=5),
+    )
 
 
 def _run(graph: Any, thread: str) -> dict:
