@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import logging
@@ -282,12 +283,24 @@ def find_gguf(choice: str, *, cache_dir: Path | None = None) -> Path:
 
 
 def ensure_registry_model(model: LocalModelFile, *, cache_dir: Path | None = None) -> Path:
-    """The verified joined file of `model` in the cache, built from the first source that works."""
+    """The verified joined file of `model` in the cache, built from the first source that works.
+
+    Processes that need it at once take turns (a lock file beside it): the first builds it, the
+    others then find it verified, instead of downloading into the same parts folder together."""
     folder = cache_folder(cache_dir)
     target = folder / model.filename
     if _verified(target, model):
         return target
     folder.mkdir(parents=True, exist_ok=True)
+    with (folder / f".{model.filename}.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if _verified(target, model):  # another process built it while this one waited
+            return target
+        return _build(model, folder, target)
+
+
+def _build(model: LocalModelFile, folder: Path, target: Path) -> Path:
+    """Join and verify `model` into `target` from the first source that works."""
     # a warning, so that it shows without any logging set up: the first run waits for this
     logger.warning("getting the local model %s once into %s (hundreds of MB, verified by hash)",
                    model.filename, folder)

@@ -7,8 +7,11 @@ URL (the hub source), so the join-verify-cache path runs for real. The real mode
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import time
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -93,7 +96,25 @@ def test_a_file_with_the_wrong_hash_is_never_used_or_kept(tmp_path):
     with pytest.raises(LocalModelError, match="not the official file") as caught:
         ensure_registry_model(model, cache_dir=cache)
     assert "ENGRAM_LOCAL_GGUF" in str(caught.value)
-    assert list(cache.iterdir()) == []  # no partial or unverified file left behind
+    left = [p.name for p in cache.iterdir() if p.name != ".fake-model.gguf.lock"]
+    assert left == []  # no partial or unverified file left behind (the lock file may stay)
+
+
+def test_a_process_that_waits_for_another_building_the_file_uses_theirs(tmp_path, monkeypatch):
+    content = b"GGUF" + bytes(range(256)) * 50
+    model = _fake_model(tmp_path, content)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    built: list[str] = []
+    monkeypatch.setattr(local_model, "_build", lambda *args: built.append("again"))
+    with (cache / ".fake-model.gguf.lock").open("a") as lock:  # another process is building
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waiting = ThreadPoolExecutor(1).submit(ensure_registry_model, model, cache_dir=cache)
+        time.sleep(0.3)
+        assert not waiting.done()  # it waits for the lock instead of building alongside
+        (cache / "fake-model.gguf").write_bytes(content)  # what the other process built
+    assert waiting.result(timeout=30) == cache / "fake-model.gguf"
+    assert built == []  # found verified after the wait: not built a second time
 
 
 def test_a_cached_file_that_changed_is_rebuilt(tmp_path):
