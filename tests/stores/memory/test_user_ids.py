@@ -107,7 +107,7 @@ def test_an_id_with_whitespace_around_it_is_refused_the_same_way_wherever_it_com
         assert "pass it without that whitespace (--user alice)" in said
     mcp = run_engram("mcp", "--user", spaced, input="")
     assert mcp.returncode == 2 and "starts or ends with whitespace" in mcp.stderr
-    with pytest.raises(ValueError, match="Context.user_id .* starts or ends with whitespace"):
+    with pytest.raises(ValueError, match=r"Context\.user_id: .* starts or ends with whitespace"):
         Context(user_id=spaced)
     assert [m["content"] for m in cli("list", "--user", "alice", "--json")] == ["Alice keeps bees"]
 
