@@ -102,7 +102,8 @@ def memory_tools(
 def create_search_memory_tool(
     *, instructions: str = SEARCH_MEMORY_TOOL_DESCRIPTION, defaults: Context | None = None
 ) -> BaseTool:
-    """A tool that searches the run's user's current memories, ranked as recall ranks them.
+    """A tool that searches the run's user's current memories, ranked by relevance, nothing
+    below the floor.
 
     Its content is a JSON list of `{"id", "content", "category", "importance", "score"}`; its
     artifact the same list. A search does not count as a recall (`access_count`).
@@ -178,8 +179,10 @@ def create_remember_tool(
             "action": result.action,
             "memory_id": memory.id,
             "superseded": [m.id for m in result.superseded],
+            "kept": [m.id for m in result.kept],
         }
-        return f"{done} as {memory.category} (id {memory.id}): {memory.content}", artifact
+        kept = "".join(f"; still current: {m.content} (id {m.id})" for m in result.kept)
+        return f"{done} as {memory.category} (id {memory.id}): {memory.content}{kept}", artifact
 
     return engram_tool(remember, REMEMBER, instructions)
 

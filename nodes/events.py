@@ -5,7 +5,9 @@ Every event is a dict with `event`, `user_id`, `memory_id` (what an app needs to
 or to undo its creation: `engram.stores.memory.manage.undo`), `category`, `content`, `importance` and
 `key`, plus `action` and, for a superseded memory, `superseded_by`:
 
-- `memory.created`: a new memory (a new value that supersedes an old one included);
+- `memory.created`: a new memory (a new value that supersedes an old one included, and, with
+  `action` "kept", what such a change does not touch of the memory it replaces, kept current
+  as a memory of its own);
 - `memory.updated`: an existing memory confirmed or merged with a new statement;
 - `memory.superseded`: an old value replaced by a new one (kept as history);
 - `memory.forgotten` / `memory.restored`: soft-deleted (restorable) / brought back;
@@ -84,6 +86,8 @@ def announce_writes(writer: Writer, user_id: str, results: Sequence[WriteResult]
                     MEMORY_SUPERSEDED, user_id, old, action="superseded", superseded_by=memory.id
                 )
             )
+        for rest in result.kept:
+            writer(memory_event(MEMORY_CREATED, user_id, rest, action="kept"))
 
 
 def announce_pending(writer: Writer, user_id: str, proposed: Sequence[PendingMemory]) -> None:

@@ -11,6 +11,7 @@ Each section measures one layer side by side with its counterpart in one run and
     stress       wrong answers of `engram memory` commands run in sequence and at once
     working-memory  a tool-using agent on the local model with long tool results offloaded or not
     scale        a data folder of 1,000 to 100,000 items over many users: open, recall, delete
+    search       memory search on query/memory pairs: the memory asked for first, nothing unrelated
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ SECTIONS = {
     "stress": "engram.evals.bench.stress",
     "working-memory": "engram.evals.bench.working_memory",
     "scale": "engram.evals.bench.scale",
+    "search": "engram.evals.bench.search",
 }
 
 

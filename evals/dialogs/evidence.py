@@ -8,7 +8,9 @@ can be traced to the memories behind it:
 - `unmatched`: stored memories that satisfy no expected memory (noise, or phrasing that dropped
   a detail);
 - `failed_probes`: probes whose expected memories were not all recalled, with what was
-  recalled instead.
+  recalled instead;
+- `stale_shown`: corrections whose old statement a new thread's first turn showed as current,
+  with what the block showed.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ PROBE_K = 5
 
 
 def dialog_evidence(run: DialogRun) -> dict[str, list[dict[str, Any]]]:
-    """`{"missed": [...], "unmatched": [...], "failed_probes": [...]}` for one replayed dialog."""
+    """`{"missed": [...], "unmatched": [...], "failed_probes": [...], "stale_shown": [...]}`
+    for one replayed dialog."""
     dialog = run.dialog
     stored = run.sessions[-1].stored if run.sessions else []
     pairs = m.match_memories(dialog.memories, stored)
@@ -43,6 +46,7 @@ def dialog_evidence(run: DialogRun) -> dict[str, list[dict[str, Any]]]:
             if j not in matched_stored
         ],
         "failed_probes": _failed_probes(run),
+        "stale_shown": _stale_shown(run),
     }
 
 
@@ -72,3 +76,26 @@ def _failed_probes(run: DialogRun) -> list[dict[str, Any]]:
                     }
                 )
     return failed
+
+
+def _stale_shown(run: DialogRun) -> list[dict[str, Any]]:
+    dialog = run.dialog
+    return [
+        {
+            "after_session": session.session_id,
+            "old": check.old,
+            "new": check.new,
+            "query": check.query,
+            "shown": [
+                (f"[{s.said:%Y-%m-%d}] " if s.said else "")
+                + s.text
+                + (" (marked replaced)" if s.replaced else "")
+                for s in check.shown
+                if m.satisfies(s.text, dialog.memory(check.old))
+                or m.satisfies(s.text, dialog.memory(check.new))
+            ],
+        }
+        for session in run.sessions
+        for check in session.stale_checks
+        if m.stale_shown(check.shown, dialog.memory(check.old), dialog.memory(check.new))
+    ]

@@ -27,6 +27,7 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from difflib import SequenceMatcher
 from typing import Any, Protocol
 
@@ -247,6 +248,47 @@ def stale_fact_rate(
         for old, new in conflicts
     )
     return Ratio(stale, len(conflicts))
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A statement a memory block shows: a memory or an archived message, the day it was said
+    (None when the block gives none), and whether the block marks it as replaced."""
+
+    text: str
+    said: date | None = None
+    replaced: bool = False
+
+
+def stale_shown(shown: Sequence[Shown], old: ExpectedLike, new: ExpectedLike) -> bool:
+    """Whether a block that shows the old statement of a correction leaves it looking current.
+
+    Stale-shown when the block holds the old statement (a statement holding every old detail,
+    not marked replaced) and either holds no statement of the new value (every new detail), or
+    nothing tells which is later: each old statement needs a day, and a new one a later day.
+
+    Example:
+        >>> from types import SimpleNamespace as E
+        >>> lisbon, porto = E(details=["Lisbon"]), E(details=["Porto"])
+        >>> stale_shown([Shown("I live in Lisbon", date(2026, 1, 5))], lisbon, porto)
+        True
+        >>> stale_shown([Shown("I live in Lisbon", date(2026, 1, 5)),
+        ...              Shown("moved to Porto", date(2026, 3, 1))], lisbon, porto)
+        False
+        >>> stale_shown([Shown("I live in Lisbon"), Shown("moved to Porto")], lisbon, porto)
+        True
+        >>> stale_shown([Shown("I live in Lisbon", replaced=True)], lisbon, porto)
+        False
+    """
+    olds = [s for s in shown if satisfies(s.text, old) and not satisfies(s.text, new)]
+    current_olds = [s for s in olds if not s.replaced]
+    if not current_olds:
+        return False
+    news = [s.said for s in shown if satisfies(s.text, new)]
+    latest = max((day for day in news if day is not None), default=None)
+    if not news or latest is None:
+        return True
+    return any(s.said is None or s.said >= latest for s in current_olds)
 
 
 def probe_recall(expected: Sequence[ExpectedLike], recalled: Sequence[str], k: int = 5) -> Ratio:

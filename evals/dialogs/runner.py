@@ -26,9 +26,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -36,21 +38,28 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchItem
 
-from engram.evals.dialogs.metrics import StoredMemory, TokenTrace, full_context_tokens
-from engram.evals.dialogs.suite import Dialog, Session
+from engram.evals.dialogs.metrics import (
+    Shown,
+    StoredMemory,
+    TokenTrace,
+    contains,
+    full_context_tokens,
+)
+from engram.evals.dialogs.suite import Conflict, Dialog, ExpectedMemory, Session
 from engram.evals.instrument import RunRecorder
 from engram.evals.sandbox import Sandbox, sandbox
 from engram.evals.scripted import ScriptedChatModel
 from engram.graph import Context, Extraction, Recall
 from engram.graph.models import DEFAULT_CONTEXT_WINDOW
 from engram.nodes.context import ExtractionChoice
-from engram.nodes.recalled import new_episodes, shown_episode
+from engram.nodes.recalled import new_episodes, said_on, shown_episode
 from engram.nodes.start import Budget, fit_recall, recall, recall_query
 from engram.nodes.text.tokens import REPLY_PRIMING, counter_for_model
 from engram.nodes.text.transcript import TIMESTAMP_KEY
 from engram.stores.memory.long_term import LongTermMemory
+from engram.stores.memory.types import ScoredMemory
 
 logger = logging.getLogger(__name__)
 
@@ -103,13 +112,27 @@ class ProbeRun:
 
 
 @dataclass(frozen=True)
+class StaleCheck:
+    """What a new thread's first turn shows when it repeats the old statement of a correction,
+    right after the session the correction is due by."""
+
+    old: str
+    new: str
+    """The expected memory ids of the correction."""
+    query: str
+    """The old statement as the user said it (the first user turn holding all its details)."""
+    shown: list[Shown]
+
+
+@dataclass(frozen=True)
 class SessionRun:
-    """The store after one session, and the session's probes."""
+    """The store after one session, and the session's probes and stale checks."""
 
     session_id: str
     stored: list[StoredMemory]
     """Every long-term memory (superseded and forgotten ones included) after the session."""
     probes: list[ProbeRun]
+    stale_checks: list[StaleCheck] = field(default_factory=list)
 
 
 @dataclass
@@ -229,9 +252,12 @@ class _Replay:
     earlier: int = 0
     """Tokens of the earlier sessions' messages (not incognito ones)."""
     sessions_by_thread: dict[str, str] = field(default_factory=dict)
+    checked: list[Conflict] = field(default_factory=list)
+    """Corrections whose stale check ran (once each, after the session they are due by)."""
 
     async def session(self, box: Sandbox, session: Session) -> None:
-        """Run the session's turns and its end, then snapshot the store and ask its probes."""
+        """Run the session's turns and its end, then snapshot the store, ask its probes and
+        check the corrections due by now."""
         dialog = self.run.dialog
         thread = f"{dialog.id}/{session.id}"
         self.sessions_by_thread[thread] = session.id
@@ -263,6 +289,8 @@ class _Replay:
         state = await _invoke(box.graph, {"end_session": True}, config, ctx, thread, None)
         self.run.failures.extend(state.get("failures", []))
         self._count_full_context(session, ctx)
+        due = [c for c in dialog.conflicts_after(session.id) if c not in self.checked]
+        self.checked.extend(due)
         self.run.sessions.append(
             SessionRun(
                 session.id,
@@ -271,6 +299,7 @@ class _Replay:
                     await _probe(box.store, p.id, p.query, self.settings)
                     for p in dialog.probes_after(session.id)
                 ],
+                [await _stale_check(box.store, dialog, c, self.settings) for c in due],
             )
         )
 
@@ -334,9 +363,39 @@ async def _snapshot(store: BaseStore, sessions_by_thread: dict[str, str]) -> lis
 async def _probe(
     store: BaseStore, probe_id: str, query: str, settings: RunSettings
 ) -> ProbeRun:
-    """The probe's query as the first message of a new thread, through `start`'s recall and its
-    memory budget (the eval model's window): the memories, and the episodes as the memory block
-    shows them (cut, escaped)."""
+    """The probe's query as the first message of a new thread: the memories, and the episodes
+    as the memory block shows them (cut, escaped)."""
+    memories, episodes = await _first_turn_recall(store, query, settings)
+    return ProbeRun(
+        probe_id,
+        [scored.memory.content for scored in memories],
+        [shown_episode(item.value) for item in episodes],
+    )
+
+
+async def _stale_check(
+    store: BaseStore, dialog: Dialog, conflict: Conflict, settings: RunSettings
+) -> StaleCheck:
+    """The old statement of `conflict` as the first message of a new thread, and what the
+    block shows for it, each statement with its day and whether it is marked replaced."""
+    query = _statement(dialog, dialog.memory(conflict.old))
+    memories, episodes = await _first_turn_recall(store, query, settings)
+    shown = [
+        Shown(s.memory.content, _day(said_on(s.memory)), s.memory.valid_until is not None)
+        for s in memories
+    ]
+    for item in episodes:
+        line = shown_episode(item.value)
+        day = _SHOWN_DAY.match(line)
+        shown.append(Shown(line, _day(day[1]) if day else None))
+    return StaleCheck(conflict.old, conflict.new, query, shown)
+
+
+async def _first_turn_recall(
+    store: BaseStore, query: str, settings: RunSettings
+) -> tuple[list[ScoredMemory], list[SearchItem]]:
+    """What `start` would show for `query` on a new thread's first turn: its recall, the
+    episodes it shows, cut to the memory budget of the eval model's window."""
     ctx = Context(user_id=USER_ID, recall=Recall(timeout_ms=PROBE_TIMEOUT_MS))
     memories, episodes = await recall(
         store, ctx, recall_query([HumanMessage(query)], 0), first_turn=True
@@ -347,11 +406,28 @@ async def _probe(
         memories, episodes, Budget.for_window(window).memories,
         counter_for_model(settings.model_name),
     )
-    return ProbeRun(
-        probe_id,
-        [scored.memory.content for scored in memories],
-        [shown_episode(item.value) for item in episodes],
-    )
+    return memories, episodes
+
+
+def _statement(dialog: Dialog, memory: ExpectedMemory) -> str:
+    """The user turn that first said all of `memory`'s details (its content when none did)."""
+    for session in dialog.sessions:
+        if session.incognito:
+            continue
+        for user, _ in session.exchanges():
+            if all(contains(user, detail) for detail in memory.details):
+                return user
+    return memory.content
+
+
+_SHOWN_DAY = re.compile(r"^\[(\d{1,2} \w+ \d{4})\]")
+
+
+def _day(text: str) -> date | None:
+    try:
+        return datetime.strptime(text, "%d %B %Y").date()
+    except ValueError:
+        return None
 
 
 async def _episodes(store: BaseStore) -> list[str]:

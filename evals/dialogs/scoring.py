@@ -7,6 +7,9 @@ Which store state each metric reads:
   every expected memory (all are due by then);
 - stale-fact rate: each conflict after every session from the one its new memory is due by; a
   conflict that was stale after any of them counts as stale;
+- stale-shown rate: each conflict once, right after the session it is due by: a new thread's
+  first turn repeating the old statement, and whether the memory block leaves it looking current
+  (`metrics.stale_shown`);
 - probe recall@5: each probe right after its session (the runner recalls then), its top 5
   memories; probe recall with archived messages: all that a new thread's first turn shows for
   the probe (up to `recall.k_first_turn` memories and `recall.episodes_first_turn` messages);
@@ -50,6 +53,7 @@ class DialogScore:
     category_accuracy: m.Ratio = _EMPTY
     duplicate_rate: m.Ratio = _EMPTY
     stale_fact_rate: m.Ratio = _EMPTY
+    stale_shown_rate: m.Ratio = _EMPTY
     probe_recall_at_5: m.Ratio = _EMPTY
     probe_recall_with_episodes: m.Ratio = _EMPTY
     on_time_recall: m.Ratio = _EMPTY
@@ -92,6 +96,7 @@ def score_dialog(run: DialogRun) -> DialogScore:
         category_accuracy=m.category_accuracy(expected, final),
         duplicate_rate=m.duplicate_rate(expected, final),
         stale_fact_rate=stale_over_sessions(dialog, run.sessions),
+        stale_shown_rate=stale_shown(dialog, run.sessions),
         probe_recall_at_5=_probe_recall(dialog, run.sessions, with_episodes=False),
         probe_recall_with_episodes=_probe_recall(dialog, run.sessions, with_episodes=True),
         on_time_recall=on_time_recall(dialog, run.sessions),
@@ -122,6 +127,17 @@ def stale_over_sessions(dialog: Dialog, sessions: Sequence[SessionRun]) -> m.Rat
             if m.stale_fact_rate(pair, session.stored).numerator:
                 stale.add(index)
     return m.Ratio(len(stale), len(due))
+
+
+def stale_shown(dialog: Dialog, sessions: Sequence[SessionRun]) -> m.Ratio:
+    """Stale checks whose block showed the old statement as current / stale checks (one per
+    conflict, after the session it is due by)."""
+    checks = [check for session in sessions for check in session.stale_checks]
+    stale = sum(
+        m.stale_shown(check.shown, dialog.memory(check.old), dialog.memory(check.new))
+        for check in checks
+    )
+    return m.Ratio(stale, len(checks))
 
 
 def on_time_recall(dialog: Dialog, sessions: Sequence[SessionRun]) -> m.Ratio:

@@ -56,6 +56,7 @@ SUITE_METRICS: tuple[str, ...] = (
     "category_accuracy",
     "duplicate_rate",
     "stale_fact_rate",
+    "stale_shown_rate",
     "lost_memory_rate",
     "probe_recall_at_5",
     "secrets_stored",
@@ -78,6 +79,7 @@ METRIC_DEFINITIONS: dict[str, str] = {
     "category_accuracy": "matched memories stored under the expected category",
     "duplicate_rate": "current memories that repeat a matched or earlier one / current memories",
     "stale_fact_rate": "corrected facts whose old version is still current / corrections due",
+    "stale_shown_rate": "corrections whose old statement a new thread's first turn shows as current (without the new value, or with nothing telling which is later) / corrections due",
     "lost_memory_rate": "memories current on time that no current memory holds at the end, though nothing replaced them / memories current on time",
     "probe_recall_at_5": "expected memories found in a probe's top 5 recalled / expected",
     "probe_recall_with_episodes": "probe recall counting all a first turn shows: memories and archived messages",
@@ -120,6 +122,7 @@ LOWER_IS_BETTER = frozenset(
     {
         "duplicate_rate",
         "stale_fact_rate",
+        "stale_shown_rate",
         "lost_memory_rate",
         "secrets_stored",
         "secrets_in_episodes",

@@ -190,6 +190,7 @@ def _dialog_table(dialogs: list[Mapping[str, Any]]) -> str:
         "detail_retention",
         "probe_recall_at_5",
         "stale_fact_rate",
+        "stale_shown_rate",
         "secrets_stored",
         "chitchat_memories",
         "token_ratio_at_150",
@@ -224,9 +225,10 @@ def _evidence(dialogs: list[Mapping[str, Any]]) -> str:
             evidence.get("missed", []), evidence.get("unmatched", []),
             evidence.get("failed_probes", []),
         )
+        stale = evidence.get("stale_shown", [])
         summary = (
             f"{escape(str(row['id']))}: {len(missed)} missed, {len(unmatched)} unmatched, "
-            f"{len(probes)} failed probes"
+            f"{len(probes)} failed probes, {len(stale)} shown stale"
         )
         items = [
             _list("Expected, not stored", [
@@ -244,6 +246,15 @@ def _evidence(dialogs: list[Mapping[str, Any]]) -> str:
                 + ("" if p["recalled"] else "<li><small>nothing recalled</small></li>") + "</ol>"
                 for p in probes
             ]),
+            _list(
+                "Corrections shown stale (the old statement as the query; what the block "
+                "showed of either)", [
+                f"<b>{escape(c['query'])}</b> <small>{escape(c['old'])} → {escape(c['new'])}, "
+                f"after {escape(c['after_session'])}</small><ol>"
+                + "".join(f"<li>{escape(line)}</li>" for line in c["shown"]) + "</ol>"
+                for c in stale
+                ],
+            ),
         ]
         blocks.append(
             f'<details class="evidence"><summary>{summary}</summary>{"".join(items)}</details>'

@@ -46,7 +46,7 @@ class NewMemory(BaseModel):
 
 
 class SearchRequest(BaseModel):
-    """A search ranked as recall ranks memories (not counted as a recall)."""
+    """A search ranked by relevance, nothing below the floor (not counted as a recall)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 

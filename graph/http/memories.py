@@ -5,7 +5,7 @@ memory.md renderer).
 | method and path | what it does |
 |---|---|
 | `GET /api/memories` | a page of memories (`limit`, `offset`, `category`, `state`, `q`) |
-| `POST /api/memories/search` | memories ranked as recall ranks them (not counted as a recall) |
+| `POST /api/memories/search` | memories ranked by relevance, nothing below the floor (not counted as a recall) |
 | `POST /api/memories` | add a memory through the write policy ("remember this") |
 | `GET /api/memories/stats` | counts per state and category |
 | `GET /api/memories/export` | memory.md, as `engram memory export` writes it |
@@ -139,7 +139,8 @@ class MemoryApi:
         )
 
     async def search(self, request: Request) -> Response:
-        """Memories ranked as recall ranks them, best first (not counted as a recall)."""
+        """Memories ranked by relevance, best first, nothing below the floor (not counted as a
+        recall)."""
         user = self.user(request)
         body = await json_body(request, SearchRequest)
         whole_states = body.state in ("current", "all")
@@ -197,6 +198,7 @@ class MemoryApi:
                 "reason": result.reason,
                 "memory": memory_json(result.memory),
                 "superseded": [memory_json(m) for m in result.superseded],
+                "kept": [memory_json(m) for m in result.kept],
             },
             ADDED_STATUS.get(result.action, 200),
         )

@@ -62,6 +62,7 @@ class PendingApi:
                 "reason": result.reason,
                 "memory": memory_json(result.memory) if result.memory else None,
                 "superseded": [memory_json(m) for m in result.superseded],
+                "kept": [memory_json(m) for m in result.kept],
             },
             ADDED_STATUS.get(result.action, 200),
         )

@@ -1,10 +1,10 @@
 """`LongTermMemory`: a user's long-term memories in any LangGraph `BaseStore`, with their read/write policy.
 
 Recall finds candidates through two channels when the store offers hybrid search (`ChromaStore`:
-BM25 over its lexical index, and embeddings), fuses them (relative score fusion), ranks current,
-non-forgotten memories by a combined score (0.6 relevance + 0.25 importance + 0.15
-recency, half-life 30 days, counted from the last update or recall) and updates their access
-statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
+BM25 over its lexical index, and embeddings), fuses them (relative score fusion) and ranks
+current, non-forgotten memories: a search by relevance, above a floor; a turn's recall by a
+combined score (0.6 relevance + 0.25 importance + 0.15 recency, half-life 30 days, counted from
+the last update or recall; `engram.stores.memory.recall`), and updates their access statistics. Archived messages (episodes, `("episodes", user_id)`) are recalled the same way. On
 a store without hybrid search, relevance is the embedding similarity alone. Writes go
 through the write policy (secret redaction, exact duplicate, supersede by `key`, merge by
 similarity, add), are idempotent, and record provenance (source thread and message ids). With
@@ -27,6 +27,7 @@ from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import supports_hybrid
 from engram.stores.memory.manage.restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory.recall import (
+    Ranking,
     RecallSettings,
     episode_search_steps,
     search_steps,
@@ -167,8 +168,9 @@ class LongTermMemory:
         include_superseded: bool = False,
         include_forgotten: bool = False,
         touch: bool = True,
+        ranking: Ranking = "relevance",
     ) -> list[ScoredMemory]:
-        """Recall the `k` memories that best match `query`, best first.
+        """The `k` memories that best match `query`, best first.
 
         Args:
             user_id: Whose memories.
@@ -178,11 +180,14 @@ class LongTermMemory:
             include_superseded: Also memories replaced by a newer value of their `key`.
             include_forgotten: Also soft-deleted memories.
             touch: Count this recall in `access_count` / `last_accessed` of the results.
+            ranking: "relevance" (a search box: by relevance, nothing below the floor) or
+                "recall" (a turn's context: importance and recency weigh in); see
+                `engram.stores.memory.recall`.
         """
         return await arun_steps(
             self.store,
             self._search(
-                user_id, query, k, categories, include_superseded, include_forgotten, touch
+                user_id, query, k, categories, include_superseded, include_forgotten, touch, ranking
             ),
         )
 
@@ -196,12 +201,13 @@ class LongTermMemory:
         include_superseded: bool = False,
         include_forgotten: bool = False,
         touch: bool = True,
+        ranking: Ranking = "relevance",
     ) -> list[ScoredMemory]:
         """Sync `asearch`."""
         return run_steps(
             self.store,
             self._search(
-                user_id, query, k, categories, include_superseded, include_forgotten, touch
+                user_id, query, k, categories, include_superseded, include_forgotten, touch, ranking
             ),
         )
 
@@ -412,6 +418,7 @@ class LongTermMemory:
         include_superseded: bool,
         include_forgotten: bool,
         touch: bool,
+        ranking: Ranking,
     ) -> Steps[list[ScoredMemory]]:
         return search_steps(
             self.namespace(user_id),
@@ -423,6 +430,7 @@ class LongTermMemory:
             touch=touch,
             now=self.clock(),
             settings=self.recall,
+            ranking=ranking,
         )
 
     def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:

@@ -1,10 +1,20 @@
 """Recall ranking as pure steps over store operations.
 
 Candidates come from a `HybridSearchOp` when the store answers one (BM25 and embeddings, fused),
-else from a plain `SearchOp`; memories are then ranked by `0.6 relevance + 0.25 importance +
-0.15 recency`, recency counted from the later of the last update and the last recall: relevance
-leads, importance and recency mostly order memories that are about equally relevant.
-`LongTermMemory` drives these steps with `store.batch` or `store.abatch`.
+else from a plain `SearchOp`. Two rankings share them:
+
+- "relevance", what a person asks a search box for (the CLI, the API and page, MCP, the agent's
+  search tool): by relevance, importance and recency only ordering memories about equally
+  relevant (they add at most `TIE_BREAK`), and nothing below the floor: a memory is returned
+  only when its embedding is at least `search_min_similarity` similar to the query's, or it
+  holds at least half of the query's topic words (`topic_terms`): a query about nothing the user
+  said returns nothing;
+- "recall", what a turn needs (`start`): `0.6 relevance + 0.25 importance + 0.15 recency`, so
+  that an important preference a task does not name ("recommend a restaurant" for "is
+  vegetarian") still comes up.
+
+Recency is counted from the later of the last update and the last recall. `LongTermMemory`
+drives these steps with `store.batch` or `store.abatch`.
 """
 
 from __future__ import annotations
@@ -12,12 +22,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.store.base import GetOp, SearchItem, SearchOp
 
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import HybridHit, HybridSearchOp
+from engram.stores.lexical.index import topic_terms
 from engram.stores.memory.types import (
     Memory,
     ScoredMemory,
@@ -48,6 +59,20 @@ class RecallSettings:
     lexical_weight: float = DEFAULT_LEXICAL_WEIGHT
     depth: int = 50
     """Candidates per channel of a hybrid search."""
+    search_min_similarity: float = 0.15
+    """The floor of a "relevance" search: a memory at least this similar to the query (or
+    holding half of its topic words) is returned. The scale is the embedder's: with
+    all-MiniLM-L6-v2, an English query scores memories about other things mostly below 0.15
+    (some up to 0.3), and the memory it asks for from about 0.18 ("which city does alice live
+    in" for "I moved from Berlin to Lisbon") to 0.65; the floor is set low, so that such a
+    memory is not lost, as `Recall.episode_min_similarity` is for archived messages."""
+
+
+Ranking = Literal["relevance", "recall"]
+"""How `search_steps` orders memories (see the module docstring)."""
+
+TIE_BREAK = 0.05
+"""The most importance and recency add to a memory's relevance in a "relevance" search."""
 
 
 def search_steps(
@@ -61,9 +86,10 @@ def search_steps(
     touch: bool,
     now: datetime,
     settings: RecallSettings,
+    ranking: Ranking = "recall",
 ) -> Steps[list[ScoredMemory]]:
-    """Recall: candidates matching the query (both channels fused when the store can), re-ranked
-    by the combined score, then touched."""
+    """Candidates matching the query (both channels fused when the store can), ranked as
+    `ranking` says, then touched."""
     if k <= 0:
         return []
     flt = status_filter(include_superseded=include_superseded, include_forgotten=include_forgotten)
@@ -74,12 +100,18 @@ def search_steps(
     readable, _ = Memory.readable(item for item, _, _ in matches)
     by_id = {m.id: m for m in readable}
     scored = []
+    asked = topic_terms(query) if ranking == "relevance" else set()
     for item, similarity, relevance in matches:
         memory = by_id.get(item.key)
         if memory is None or similarity < settings.min_similarity:
             continue
+        if ranking == "relevance" and not _above_floor(memory, similarity, asked, settings):
+            continue
         rec = recency(_last_used(memory), now, settings.half_life_days)
-        score = combined_score(relevance, memory.importance, rec, settings.weights)
+        if ranking == "relevance":
+            score = relevance + TIE_BREAK * (0.6 * memory.importance + 0.4 * rec)
+        else:
+            score = combined_score(relevance, memory.importance, rec, settings.weights)
         scored.append(ScoredMemory(memory, score, similarity, rec, relevance))
     scored.sort(key=lambda s: (s.score, s.memory.updated_at), reverse=True)
     top = scored[:k]
@@ -87,6 +119,18 @@ def search_steps(
         touched = yield from touch_steps(namespace, [s.memory.id for s in top], now=now)
         top = [replace(s, memory=touched[s.memory.id]) for s in top if s.memory.id in touched]
     return top
+
+
+def _above_floor(
+    memory: Memory, similarity: float, asked: set[str], settings: RecallSettings
+) -> bool:
+    """Whether a "relevance" search may return `memory`: similar enough, or holding at least
+    half of the query's topic words."""
+    if similarity >= settings.search_min_similarity:
+        return True
+    terms, text = topic_terms(memory.content), memory.content.casefold()
+    held = sum(term in terms or term in text for term in asked)
+    return bool(asked) and 2 * held >= len(asked)
 
 
 def touch_steps(

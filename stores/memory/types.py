@@ -75,6 +75,9 @@ class Memory(BaseModel):
     supersedes: list[str] = Field(default_factory=list)
     """Ids of the memories this one replaced."""
     superseded_by: str | None = None
+    kept_as: str | None = None
+    """When a change retired only part of this memory, the memory that holds the rest (with this
+    one's date and sources); undoing the change forgets it."""
     forgotten: bool = False
     """Soft delete: kept and restorable, but not recalled by default."""
     key: str | None = None
@@ -273,6 +276,9 @@ class WriteResult:
     """The memory written or confirmed (None when dropped)."""
     superseded: tuple[Memory, ...] = ()
     """Memories this write replaced (action `superseded`), as stored afterwards."""
+    kept: tuple[Memory, ...] = ()
+    """What the change did not touch of the memories it replaced, each a memory of its own with
+    the replaced one's date and sources (`engram.stores.memory.clauses`)."""
     reason: str = ""
     decision: str | None = None
     """What a merge decider said about this candidate (`engram.stores.memory.write.decision`):

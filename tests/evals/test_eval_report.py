@@ -31,6 +31,7 @@ def suite_metrics(**overrides):
         "category_accuracy": 1.0,
         "duplicate_rate": 0.0,
         "stale_fact_rate": None,
+        "stale_shown_rate": None,
         "lost_memory_rate": None,
         "probe_recall_at_5": 0.95,
         "secrets_stored": 0,

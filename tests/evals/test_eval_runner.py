@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import date
 from pathlib import Path
 
 import pytest
 import yaml
 
-from engram.evals.dialogs.metrics import Ratio
+from engram.evals.dialogs.metrics import Ratio, Shown
 from engram.evals.dialogs.runner import RunSettings, arun_suite
 from engram.evals.dialogs.scoring import (
     dialog_rows,
     lost_over_sessions,
     score_dialog,
+    stale_shown,
     suite_metrics,
 )
 from engram.evals.dialogs.suite import load_suite
@@ -171,6 +173,22 @@ def test_scores_of_the_editor_dialog(runs):
     assert score.lost_memory_rate == Ratio(0, 1)  # Vim went as its conflict says; Helix stayed
     # offline: the scripted model is the only one called, once per user turn
     assert editor.model_calls == editor.user_turns == 3
+
+
+def test_each_correction_is_checked_once_with_its_old_statement_as_the_query(runs):
+    editor = runs[0][0]
+    first, second = editor.sessions
+    assert first.stale_checks == []  # Helix is not due before s2
+    [check] = second.stale_checks
+    assert (check.old, check.new) == ("vim", "helix")
+    assert check.query == "I prefer Vim over Emacs for everything."
+    helix = [s for s in check.shown if "Helix" in s.text]
+    assert helix and all(s.said == date(2025, 4, 8) for s in helix)
+    assert score_dialog(editor).stale_shown_rate == Ratio(0, 1)
+    # had the block shown the old statement without the new one, it would be stale-shown
+    only_vim = [s for s in check.shown if "Helix" not in s.text] or [Shown("I prefer Vim over Emacs")]
+    alone = dataclasses.replace(second, stale_checks=[dataclasses.replace(check, shown=only_vim)])
+    assert stale_shown(editor.dialog, [first, alone]) == Ratio(1, 1)
 
 
 def test_a_memory_retired_though_nothing_replaced_it_is_lost(runs):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from engram.evals.dialogs.metrics import (
     Ratio,
+    Shown,
     StoredMemory,
     TokenTrace,
     category_accuracy,
@@ -26,6 +29,7 @@ from engram.evals.dialogs.metrics import (
     prompt_tokens_per_turn,
     secrets_stored,
     stale_fact_rate,
+    stale_shown,
     token_ratio_at,
 )
 from engram.evals.dialogs.suite import ExpectedMemory, ForbiddenText
@@ -311,3 +315,18 @@ def test_stored_memory_from_a_store_value():
     assert not StoredMemory.from_value(
         {**value, "valid_until": "2025-05-01T00:00:00+00:00"}
     ).current
+
+
+def test_stale_shown_needs_the_new_value_shown_later_or_the_old_marked_replaced():
+    old, new = exp("lisbon", "fact", "Lisbon"), exp("porto", "fact", "Porto")
+    jan, mar = date(2026, 1, 5), date(2026, 3, 1)
+    assert not stale_shown([], old, new)  # nothing of the old: nothing stale
+    assert not stale_shown([Shown("Porto now", mar)], old, new)
+    assert stale_shown([Shown("lives in Lisbon", jan)], old, new)
+    assert not stale_shown([Shown("lives in Lisbon", jan), Shown("moved to Porto", mar)], old, new)
+    # the new value said no later than the old, or without a day: which is current is unknown
+    assert stale_shown([Shown("lives in Lisbon", mar), Shown("moved to Porto", mar)], old, new)
+    assert stale_shown([Shown("lives in Lisbon", jan), Shown("moved to Porto")], old, new)
+    assert not stale_shown([Shown("lives in Lisbon", replaced=True)], old, new)
+    # a statement naming both ("moved from Lisbon to Porto") is the new one, not the old
+    assert not stale_shown([Shown("moved from Lisbon to Porto", mar)], old, new)

@@ -119,6 +119,10 @@ class RememberResult(BaseModel):
     """The memory stored now (for merged, duplicate and unchanged: the existing one)."""
     superseded: list[MemoryView]
     """The older values it replaced, kept as history."""
+    kept: list[MemoryView] = []
+    """What the change does not touch of the memories it replaced, still current as memories of
+    their own ("I moved to Porto" keeps "I'm vegetarian" of "I live in Lisbon and I'm
+    vegetarian")."""
 
 
 class ForgetResult(BaseModel):
@@ -232,6 +236,7 @@ class MemoryTools:
             message=_DONE[result.action],
             memory=MemoryView.of(result.memory),
             superseded=[MemoryView.of(m) for m in result.superseded],
+            kept=[MemoryView.of(m) for m in result.kept],
         )
 
     async def forget_memory(

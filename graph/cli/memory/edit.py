@@ -33,6 +33,7 @@ from engram.stores.text import counted
 
 if TYPE_CHECKING:  # loaded when the commands run, not for help
     from engram.stores.memory.long_term import LongTermMemory
+    from engram.stores.memory.types import Memory, WriteResult
 
 T = TypeVar("T")
 
@@ -119,21 +120,32 @@ def add(
                 "reason": result.reason,
                 "memory": result.memory.to_value() if result.memory else None,
                 "superseded": [m.id for m in result.superseded],
+                "kept": [m.to_value() for m in result.kept],
             }
         )
     if result.memory is None:  # dropped: with any importance kept, only a secret is
         raise CliError(ONLY_A_SECRET, code=2)
-    if as_json:
-        return
-    how = "" if category else (" (category guessed; pass --category to choose)")
+    if not as_json:
+        _print_write(result, result.memory, guessed=category is None)
+
+
+def _print_write(result: WriteResult, memory: Memory, *, guessed: bool) -> None:
+    """What `add` did, for a person: the memory, what it replaced and what it kept of that."""
+    how = " (category guessed; pass --category to choose)" if guessed else ""
     out.print(
-        f"{_ADDED[result.action]} [cyan]{result.memory.id}[/cyan] "
-        f"{esc(f'[{result.memory.category}]')}{how}: {esc(result.memory.content)}",
+        f"{_ADDED[result.action]} [cyan]{memory.id}[/cyan] "
+        f"{esc(f'[{memory.category}]')}{how}: {esc(memory.content)}",
         highlight=False,
     )
     for old in result.superseded:
         out.print(
             f"  replaces [cyan]{old.id}[/cyan]: {esc(old.content)} (kept as history)",
+            highlight=False,
+        )
+    for rest in result.kept:
+        out.print(
+            f"  keeps [cyan]{rest.id}[/cyan]: {esc(rest.content)} (what the change does not touch, "
+            "still current)",
             highlight=False,
         )
 

@@ -2,8 +2,9 @@
 [view] [undo]".
 
 The memory is forgotten, so undo is itself reversible (`LongTermMemory.restore` brings it back);
-when it was a new value of an attribute, the values it superseded become current again, so the
-user is left with what they had before it was written. (Restoring such an undone value leaves
+when it was a new value of an attribute, the values it superseded become current again, and
+what it had kept of them as memories of their own (`Memory.kept_as`) is forgotten, so the user
+is left with what they had before it was written. (Restoring such an undone value leaves
 the older one current too; stating the value again supersedes it once more.)
 """
 
@@ -27,6 +28,9 @@ class UndoResult:
     """The undone memory, now forgotten."""
     restored: list[Memory] = field(default_factory=list)
     """Older values it had superseded, current again."""
+    unkept: list[Memory] = field(default_factory=list)
+    """What it had kept of them as memories of their own, now forgotten (the restored ones
+    hold it again)."""
 
 
 async def aundo_memory(store: BaseStore, user_id: str, memory_id: str) -> UndoResult | None:
@@ -61,13 +65,23 @@ def undo_steps(user_id: str, memory_id: str, now: str) -> Steps[UndoResult | Non
     if memory is None:
         return None
     older = yield [GetOp(namespace, i) for i in memory.supersedes]
+    replaced = [
+        old
+        for old in (Memory.from_item(item) for item in older if item is not None)
+        if old.superseded_by == memory.id
+    ]
+    kept = yield [GetOp(namespace, old.kept_as) for old in replaced if old.kept_as]
     restored = [
-        Memory.from_item(item).model_copy(
-            update={"valid_until": None, "superseded_by": None, "updated_at": now}
+        old.model_copy(
+            update={"valid_until": None, "superseded_by": None, "kept_as": None, "updated_at": now}
         )
-        for item in older
-        if item is not None and Memory.from_item(item).superseded_by == memory.id
+        for old in replaced
+    ]
+    unkept = [
+        Memory.from_item(item).model_copy(update={"forgotten": True, "updated_at": now})
+        for item in kept
+        if item is not None and not item.value.get("forgotten")
     ]
     undone = memory.model_copy(update={"forgotten": True, "updated_at": now})
-    yield [memory_put(namespace, m) for m in [undone, *restored]]
-    return UndoResult(undone, restored)
+    yield [memory_put(namespace, m) for m in [undone, *restored, *unkept]]
+    return UndoResult(undone, restored, unkept)

@@ -27,6 +27,7 @@ from uuid import NAMESPACE_URL, uuid5
 from langgraph.store.base import GetOp, Op, PutOp, SearchOp
 
 from engram.stores.lexical.index import topic_terms
+from engram.stores.memory.clauses import untouched
 from engram.stores.memory.procedures import counted_use, is_procedure, same_procedure
 from engram.stores.memory.types import (
     MAX_CONTENT_CHARS,
@@ -520,18 +521,62 @@ def _merge_into(
 
 
 def _supersede(write: Write, olds: list[Memory], new: Memory, *, reason: str) -> Steps[WriteResult]:
-    """Write `new` and close `olds` (`valid_until`, `superseded_by`): they stay as history."""
+    """Write `new` and close `olds` (`valid_until`, `superseded_by`): they stay as history. What
+    the change does not touch of an old memory stays current as a memory of its own
+    (`_rest_of`)."""
     now = write.now
+    kept: dict[str, Memory] = {}
+    for old in olds:
+        rest = yield from _rest_of(write, old)
+        if rest is not None:
+            kept[old.id] = rest
     replaced = [
-        o.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
+        o.model_copy(
+            update={
+                "valid_until": now,
+                "superseded_by": new.id,
+                "updated_at": now,
+                "kept_as": kept[o.id].id if o.id in kept else None,
+            }
+        )
         for o in olds
     ]
     yield [
         *(memory_put(write.namespace, o) for o in replaced),
         memory_put(write.namespace, new),
         hash_put(write.hash_namespace, write.digest, new.id),
+        *(memory_put(write.namespace, k) for k in kept.values()),
+        *(hash_put(write.hash_namespace, content_hash(k.content), k.id) for k in kept.values()),
     ]
-    return WriteResult("superseded", new, tuple(replaced), reason=reason)
+    return WriteResult("superseded", new, tuple(replaced), reason=reason, kept=tuple(kept.values()))
+
+
+def _rest_of(write: Write, old: Memory) -> Steps[Memory | None]:
+    """The clauses of `old` that the change leaves (`engram.stores.memory.clauses`): those not
+    holding `old`'s value, nor what the change says it replaces, as a new memory with `old`'s
+    category, importance, date and sources; None when the change touches all of it, the new
+    memory says the rest too, or a current memory already does."""
+    if is_procedure(old.structured_data):
+        return None
+    values = [(old.structured_data or {}).get("value"), write.candidate.replaces]
+    rest = untouched(old.content, [v for v in values if isinstance(v, str)])
+    if rest is None or normalize_text(rest) in normalize_text(write.content):
+        return None
+    (holder,) = yield [GetOp(write.hash_namespace, content_hash(rest))]
+    if holder is not None:
+        (same,) = yield [GetOp(write.namespace, str(holder.value.get("memory_id")))]
+        if same is not None and Memory.from_item(same).current:
+            return None
+    return Memory.new(
+        rest,
+        old.category,
+        old.importance,
+        now=write.now,
+        valid_from=old.valid_from,
+        confidence=old.confidence,
+        source_thread_id=old.source_thread_id,
+        source_message_ids=old.source_message_ids,
+    )
 
 
 def _create(write: Write, *, reason: str, decision: str | None = None) -> Steps[WriteResult]:

@@ -64,10 +64,10 @@ def test_add_list_search_show(data):
     found = cli("search", "--user", "alice", "editor theme", "--json")
     assert found[0]["content"] == "Alice prefers dark mode"
     assert found[0]["access_count"] == 0  # looking from the CLI is not a recall
-    for hit in found:  # the combined score over the fused relevance of both channels
+    for hit in found:  # relevance (both channels fused); importance and recency only break ties
         assert 0 <= hit["relevance"] <= 1 and -1 <= hit["similarity"] <= 1
         assert hit["score"] == pytest.approx(
-            0.6 * hit["relevance"] + 0.25 * hit["importance"] + 0.15 * hit["recency"]
+            hit["relevance"] + 0.05 * (0.6 * hit["importance"] + 0.4 * hit["recency"])
         )
     table = cli("list", "--user", "alice").stdout
     assert dark["id"][:8] in table and "Alice prefers dark mode" in table
@@ -505,6 +505,43 @@ def test_a_flat_does_not_replace_the_city_the_user_lives_in(data):
     found = cli("search", "--user", "alice", "which city does alice live in", "--json")
     assert city["id"] in [m["id"] for m in found]
 
+
+
+@pytest.mark.parametrize(
+    ("first", "change", "untouched"),
+    [
+        ("I live in Lisbon and I'm vegetarian", "I moved to Porto last month", "I'm vegetarian"),
+        ("我喜欢用深色主题写代码，住在上海", "Alice prefers dark mode", "住在上海"),
+    ],
+)
+def test_a_change_retires_only_the_fact_it_changes(data, first, change, untouched):
+    old = add(first)
+    result = cli("add", "--user", "alice", change, "--json")
+    assert result["action"] == "superseded" and result["superseded"] == [old["id"]]
+    [kept] = result["kept"]
+    assert kept["content"] == untouched
+    assert (kept["valid_from"], kept["category"]) == (old["valid_from"], old["category"])
+    current = {m["content"] for m in cli("list", "--user", "alice", "--json")}
+    assert current == {untouched, result["memory"]["content"]}
+    printed = cli("add", "--user", "bob", first).stdout + cli("add", "--user", "bob", change).stdout
+    assert "keeps " in printed and untouched in printed
+
+
+def test_undoing_a_change_brings_back_the_whole_memory_and_forgets_what_it_kept(data):
+    from engram.stores.chroma.store import ChromaStore, default_index
+    from engram.stores.memory.manage.undo import undo_memory
+
+    old = add("I live in Lisbon and I'm vegetarian")
+    result = cli("add", "--user", "alice", "I moved to Porto last month", "--json")
+    store = ChromaStore(path=str(data / "chroma"), index=default_index())
+    try:
+        undone = undo_memory(store, "alice", result["memory"]["id"])
+    finally:
+        store.close()
+    assert [m.id for m in undone.restored] == [old["id"]]
+    assert [m.id for m in undone.unkept] == [result["kept"][0]["id"]]
+    current = [m["content"] for m in cli("list", "--user", "alice", "--json")]
+    assert current == ["I live in Lisbon and I'm vegetarian"]
 
 
 def test_an_added_change_retires_the_memory_it_names_and_no_other(data):

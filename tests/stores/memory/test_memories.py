@@ -319,7 +319,7 @@ def test_combined_score_orders_hand_computed_cases(api, store):
             (NOW - datetime.fromisoformat(memory.updated_at)).days / 30)
     assert cosine(query, cases["similar_but_old_and_minor"].content) > cosine(
         query, cases["less_similar_but_important_and_fresh"].content)
-    results = api.search(USER, query, k=3)
+    results = api.search(USER, query, k=3, ranking="recall")
     by_id = {m.id: name for name, m in cases.items()}
     assert [by_id[r.memory.id] for r in results] == sorted(expected, key=expected.get, reverse=True)
     if not supports_hybrid(store):  # importance and recency outweigh a little similarity
@@ -435,9 +435,11 @@ def test_recall_finds_the_current_memory_under_a_flood_of_forgotten_ones(api, st
     store.batch([memory_put(("memories", USER), m) for m in stale])
     [current] = api.upsert(USER, [cand("the team deploys only through Argo CD", "fact")])
     [goal] = api.upsert(USER, [cand("I want to run a marathon in 2027", "goal")])
-    found = api.search(USER, "how does the team deploy to Kubernetes", k=3)
+    found = api.search(USER, "how does the team deploy to Kubernetes", k=3, ranking="recall")
     assert [s.memory.id for s in found] == [current.memory.id, goal.memory.id]
-    goals = api.search(USER, "how does the team deploy to Kubernetes", k=3, categories=["goal"])
+    goals = api.search(
+        USER, "how does the team deploy to Kubernetes", k=3, categories=["goal"], ranking="recall"
+    )
     assert [s.memory.id for s in goals] == [goal.memory.id]
 
 
