@@ -6,7 +6,8 @@ A memory splits where its structure says so: at the end of a sentence or a semic
 Chinese comma (which joins clauses; the enumeration comma 、 joins items and does not split), and before "and"
 or "but" that starts a clause of its own (a subject and a verb: "and I'm vegetarian", "but my
 wife eats fish"). A clause is touched when it holds the value that changed; the others are the
-rest, when each can stand alone (two words, or three CJK characters).
+rest, when each can stand alone: two words, or three CJK characters, and not leaning on the
+clause before it ("it's what I know", "所以...").
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ from collections.abc import Iterable
 
 from engram.stores.memory.types import normalize_text
 
-_SUBJECT = r"(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our|he|she|they|it's|there's|[A-Z][a-z]+'s)"
+_SUBJECT = r"(?:I|I'm|I've|I'd|I'll|we|we're|we've|my|our|[A-Z][a-z]+'s)"
 _SPLIT = re.compile(
     r"(?<=[.!?])\s+(?=\S)|[;；。！？\n]+|，"
     rf"|,?\s+(?:and|but)\s+(?={_SUBJECT}\b)|,\s+(?={_SUBJECT}\b)"
 )
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_REFERS_BACK = frozenset(
+    "it it's its that that's this they they're them he he's she she's there there's which so "
+    "because and but also too 它 他 她 他们 她们 它们 这 那 所以 因为 但是 而且".split()
+)
+"""First words of a clause that leans on the one before it ("yarn always, it's what I know"): such
+a clause does not stand alone."""
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -67,4 +74,9 @@ def untouched(text: str, values: Iterable[str]) -> str | None:
 
 
 def _stands_alone(part: str) -> bool:
+    words = part.split()
+    if not words or words[0].casefold().strip(",.") in _REFERS_BACK:
+        return False
+    if any(part.startswith(word) for word in _REFERS_BACK if _CJK.match(word)):
+        return False
     return len(_CJK.findall(part)) >= 3 or len(_WORD.findall(part)) >= 2

@@ -192,7 +192,7 @@ def test_one_query_ranks_a_lexical_only_and_a_meaning_only_match_both_in_the_top
     lexical = [by_id[h.item.key] for h in hits if h.lexical is not None]
     assert "ticket" not in dense and lexical == ["ticket"]  # found by words only
     assert "pet" in dense and "pet" not in lexical  # found by meaning only
-    top = [by_id[s.memory.id] for s in ltm.search("u", query, k=k, touch=False)]
+    top = [by_id[s.memory.id] for s in ltm.search("u", query, k=k, touch=False, ranking="recall")]
     assert sorted(top) == ["pet", "ticket"]
     store.client.delete_collection(store.collection_name)
     store.close()
