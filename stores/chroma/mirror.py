@@ -27,6 +27,7 @@ may have namespaces below it that only other machines know of).
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -87,8 +88,6 @@ class LexicalMirror:
         self.stamps = stamps
         self._checked: set[str] = set()
         """Scopes whose journaled writes this process has repaired."""
-        self._seen: dict[str, dict[str, str]] = {}
-        """Scope -> the other stores' stamp keys read right before its last full comparison."""
         self._stamp_read: dict[str, float] = {}
         """Scope -> the batch (its `now`) that last read its stamp: read once per batch."""
         self._ids: dict[str, dict[str, None]] = {}
@@ -99,10 +98,15 @@ class LexicalMirror:
         self._lock = threading.Lock()
         if self.index.get_meta(self._built_key) is None and collection.count() == 0:
             self.index.set_meta(self._built_key, str(time.time()))  # nothing to rebuild from
+            self.index.set_meta(self._from_empty_key, "1")  # every namespace seen, empty
 
     @property
     def _built_key(self) -> str:
         return f"mirrors:{self.collection.id}"
+
+    @property
+    def _from_empty_key(self) -> str:
+        return f"mirrors-from-empty:{self.collection.id}"
 
     def scope(self, namespace: Sequence[str]) -> str:
         """The index scope of a namespace (labels never contain `.`)."""
@@ -133,11 +137,16 @@ class LexicalMirror:
         self,
         upserts: Iterable[tuple[Namespace, LexicalDocument]],
         deletes: Iterable[tuple[Namespace, str]],
+        *,
+        written: Iterable[Namespace] = (),
     ) -> None:
         """Write the documents Chroma now holds and clear the journal. A failure is logged:
-        the ids stay journaled and are repaired before their namespace is next searched."""
+        the ids stay journaled and are repaired before their namespace is next searched.
+        `written`: the namespaces this store's write announced in their stamps; the index
+        file records that it holds that write (`_note_seen`)."""
         docs = self._by_scope(upserts)
         gone = self._by_scope(deletes)
+        unnoted: set[str] = set()  # scopes whose write failed, or that were dropped
         for scope in {*docs, *gone}:
             try:
                 if gone.get(scope):
@@ -146,6 +155,8 @@ class LexicalMirror:
                     self.index.upsert(scope, docs[scope])
                 if gone.get(scope) and not docs.get(scope) and self.index.count(scope) == 0:
                     self.index.drop_scope(scope)
+                    self.index.delete_meta(f"seen:{scope}")  # it names the namespace
+                    unnoted.add(scope)
             except sqlite3.Error:
                 logger.warning(
                     "lexical index write failed for %s; it is repaired from Chroma before the "
@@ -155,11 +166,14 @@ class LexicalMirror:
                 )
                 self._checked.discard(scope)
                 self._ids.pop(scope, None)
+                unnoted.add(scope)
                 continue
             if (cached := self._ids.get(scope)) is not None:
                 for item_id in gone.get(scope, ()):
                     cached.pop(item_id, None)
                 cached.update(dict.fromkeys(d.id for d in docs.get(scope, ())))
+        if self.stamps is not None:
+            self._note_seen([ns for ns in written if self.scope(ns) not in unnoted], self.stamps)
 
     # -- reads --------------------------------------------------------------------------------
 
@@ -179,22 +193,48 @@ class LexicalMirror:
 
     def _compare(self, namespace: Namespace, stamps: Stamps, now: float) -> None:
         """Compare the namespace with the server in full, unless its stamp says no other store
-        wrote to it since the last comparison. The stamp is read before the items: a write
-        that lands during the comparison changes the stamp after it, and costs one comparison
-        more, never a stale search. Call with the lock held."""
+        wrote to it since the index file last saw it (`_seen`). The stamp is read before the
+        items: a write that lands during the comparison changes the stamp after it, and costs
+        one comparison more, never a stale search. Call with the lock held."""
         scope = self.scope(namespace)
         stamp = stamps.read(namespace)
-        if stamp is not None and self._seen.get(scope) == stamp.others:
+        seen = self._seen(scope)
+        if stamp is not None and seen is not None and stamp.others == stamps.others(seen):
             return
         records = self._reconcile(namespace, now)
         self._ids.pop(scope, None)
         if stamp is None and records:  # written before stamps existed: stamped from now on
-            stamps.stamp([namespace])
-            stamp = Stamp({})  # any other store's write after the comparison adds its key
-        if stamp is not None and stamp.settled:  # a write in flight may land after the
-            self._seen[scope] = stamp.others  # comparison: never recorded, so never trusted
-        else:
-            self._seen.pop(scope, None)
+            stamp = Stamp({stamps.writer: stamps.stamp([namespace])}, stamps.writer)
+        if stamp is not None and stamp.settled and self.index.count(scope):
+            self._record_seen(scope, stamp.keys)  # (a write in flight may land after the
+            # comparison: never recorded, never trusted; an empty scope is cheap to compare)
+
+    def _seen(self, scope: str) -> dict[str, str] | None:
+        """The stamp keys whose writes the index file holds for the scope, and no other key
+        had written: those read before its last full comparison, updated by this file's own
+        writes since; None if unknown. A file that began mirroring the collection when it was
+        empty has seen every namespace without a key."""
+        raw = self.index.get_meta(f"seen:{scope}")
+        if raw is not None:
+            return json.loads(raw)
+        return {} if self.index.get_meta(self._from_empty_key) is not None else None
+
+    def _record_seen(self, scope: str, keys: dict[str, str]) -> None:
+        self.index.set_meta(f"seen:{scope}", json.dumps(keys, sort_keys=True))
+
+    def _note_seen(self, namespaces: Iterable[Namespace], stamps: Stamps) -> None:
+        """This store's write to these namespaces, announced with its latest tokens, is in the
+        index file."""
+        for namespace in namespaces:
+            scope = self.scope(namespace)
+            try:
+                seen, token = self._seen(scope), stamps.token(namespace)
+                if seen is None or token is None or seen.get(stamps.writer) == token:
+                    continue
+                if self.index.count(scope):  # (a record names the namespace: none for nothing)
+                    self._record_seen(scope, {**seen, stamps.writer: token})
+            except sqlite3.Error:  # other stores of this file compare the namespace once more
+                logger.warning("cannot record a write in the lexical index", exc_info=True)
 
     def _ensure_built(self, now: float) -> None:
         """Drop caches another process's writes made stale; rebuild an index file that has never

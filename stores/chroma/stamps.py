@@ -12,15 +12,17 @@ is needed:
   the write has landed, or failed), a new token. Chroma merges the keys of an upsert into the
   record's metadata, so writers never overwrite each other's tokens;
 - a store compares a namespace with the server in full only when the other stores' keys differ
-  from those it read right before its last comparison, or one of them says `writing` (a write
-  in flight, or one whose writer died: it is never trusted). Reading the stamp before the items
-  makes a race cost one comparison more, never a stale answer; a store's own key is left out,
-  as its own writes reach its mirror directly;
+  from those its mirror has seen (read right before the mirror's last comparison, plus the
+  writes its own stores made since), or one of them says `writing` (a write in flight, or one
+  whose writer died: never recorded as seen, so never trusted). Reading the stamp before the
+  items makes a race cost one comparison more, never a stale answer; a store's own key is left
+  out, as its own writes reach its mirror directly;
 - a namespace without a record (data written before stamps existed, or a namespace deleted
   whole) is compared in full before every search; the comparison that finds records in it
   stamps it;
 - a key not renewed for `PRUNE_SECONDS` is removed by the next store that reads it (its writer
-  has long finished), which writes its own key in the same update so the record never empties.
+  has long finished, or died), which adds a new key of no store in the same update: the record
+  never empties, and every store, the pruning one too, sees the change and compares once.
 
 The record holds no label and no text: a hash, and tokens. Deleting a user's namespaces drops
 their records (`Stamps.drop`). An engram older than stamps writes without announcing: run one
@@ -57,13 +59,20 @@ _PLACE = [1.0]
 class Stamp:
     """A namespace's stamp as one store reads it."""
 
-    others: dict[str, str]
-    """The other stores' keys and tokens."""
+    keys: dict[str, str]
+    """Every writer's key and token."""
+    writer: str
+    """The reading store's key."""
+
+    @property
+    def others(self) -> dict[str, str]:
+        """The other stores' keys and tokens."""
+        return {key: token for key, token in self.keys.items() if key != self.writer}
 
     @property
     def settled(self) -> bool:
-        """Whether no other store's write to the namespace is in flight (or was cut short)."""
-        return not any(token.endswith(WRITING) for token in self.others.values())
+        """Whether no write to the namespace is in flight (or was cut short)."""
+        return not any(token.endswith(WRITING) for token in self.keys.values())
 
 
 class Stamps:
@@ -79,8 +88,10 @@ class Stamps:
         self.side = client.get_or_create_collection(
             side_name(collection.name), embedding_function=None
         )
-        self.writer = f"{_KEY_PREFIX}{secrets.token_hex(8)}"
+        self.writer = _new_key()
         """This store's key: its own writes reach its mirror directly."""
+        self._tokens: dict[str, str] = {}
+        """Record id -> the last token this store's key got there after a write."""
 
     def read(self, namespace: Namespace) -> Stamp | None:
         """The namespace's stamp (None: it has none), pruned of keys not renewed for
@@ -91,10 +102,10 @@ class Stamps:
             return None
         keys = {k: str(v) for k, v in (got["metadatas"][0] or {}).items()}
         if stale := [k for k, token in keys.items() if _age(token) > PRUNE_SECONDS]:
-            mine = _token(writing=False)
-            self.side.update(ids=[record], metadatas=[{**dict.fromkeys(stale), self.writer: mine}])
-            keys = {k: v for k, v in keys.items() if k not in stale} | {self.writer: mine}
-        return Stamp({k: v for k, v in keys.items() if k != self.writer})
+            filler = {_new_key(): _token(writing=False)}  # a change every reader sees as one
+            self.side.update(ids=[record], metadatas=[{**dict.fromkeys(stale), **filler}])
+            keys = {k: v for k, v in keys.items() if k not in stale} | filler
+        return Stamp(keys, self.writer)
 
     @contextmanager
     def announce(self, namespaces: Many[Namespace]) -> Iterator[None]:
@@ -109,13 +120,25 @@ class Stamps:
         finally:
             self.stamp(namespaces)
 
-    def stamp(self, namespaces: Many[Namespace], *, writing: bool = False) -> None:
-        """Give this store's key in these namespaces' stamps a new token (creating the stamps)."""
+    def stamp(self, namespaces: Many[Namespace], *, writing: bool = False) -> str:
+        """Give this store's key in these namespaces' stamps a new token (creating the stamps);
+        returns it."""
         ids = sorted({self.record_id(ns) for ns in namespaces})
         token = _token(writing=writing)
         self.side.upsert(
             ids=ids, embeddings=[_PLACE] * len(ids), metadatas=[{self.writer: token}] * len(ids)
         )
+        if not writing:
+            self._tokens.update(dict.fromkeys(ids, token))
+        return token
+
+    def token(self, namespace: Namespace) -> str | None:
+        """The token this store's key last got in the namespace's stamp after a write."""
+        return self._tokens.get(self.record_id(namespace))
+
+    def others(self, keys: dict[str, str]) -> dict[str, str]:
+        """Of a stamp's keys, the other stores'."""
+        return {key: token for key, token in keys.items() if key != self.writer}
 
     def drop(self, namespaces: Many[Namespace]) -> None:
         """Delete these namespaces' stamps (their items are gone)."""
@@ -133,6 +156,10 @@ def side_name(name: str) -> str:
     if len(name) + len(SUFFIX) <= 512:
         return name + SUFFIX
     return f"{name[:480]}-{hashlib.sha256(name.encode()).hexdigest()[:16]}{SUFFIX}"
+
+
+def _new_key() -> str:
+    return f"{_KEY_PREFIX}{secrets.token_hex(8)}"
 
 
 def _token(*, writing: bool) -> str:

@@ -147,7 +147,7 @@ class ChromaWriter:
             self.remove_tombstones()
         if self.lexical is not None:  # every written document, even an unchanged one: the
             self.lexical.apply(  # metadata read before the write may be another writer's by now
-                upserts=puts.documents, deletes=puts.undocumented
+                upserts=puts.documents, deletes=puts.undocumented, written=namespaces
             )
 
     def delete_expired(self, now: float, metadata_by_id: dict[str, dict[str, Any]]) -> int:
@@ -187,7 +187,9 @@ class ChromaWriter:
             for chunk in self._chunks(extra):
                 self.collection.delete(ids=chunk)
         if self.lexical is not None:
-            self.lexical.apply([], [(indexed[i], i) for i in gone if i in indexed])
+            self.lexical.apply(
+                [], [(indexed[i], i) for i in gone if i in indexed], written=namespaces
+            )
         return len(gone)
 
     def remove_tombstones(self, *, everyone: bool = False) -> None:
