@@ -199,7 +199,7 @@ class LexicalMirror:
         scope = self.scope(namespace)
         stamp = stamps.read(namespace)
         seen = self._seen(scope)
-        if stamp is not None and seen is not None and stamp.others == stamps.others(seen):
+        if stamp is not None and seen is not None and stamp.others_as_in(seen):
             return
         records = self._reconcile(namespace, now)
         self._ids.pop(scope, None)

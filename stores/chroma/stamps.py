@@ -69,6 +69,10 @@ class Stamp:
         """The other stores' keys and tokens."""
         return {key: token for key, token in self.keys.items() if key != self.writer}
 
+    def others_as_in(self, keys: dict[str, str]) -> bool:
+        """Whether the other stores' keys and tokens are those of `keys` (read earlier)."""
+        return self.others == Stamp(keys, self.writer).others
+
     @property
     def settled(self) -> bool:
         """Whether no write to the namespace is in flight (or was cut short)."""
@@ -81,10 +85,12 @@ class Stamps:
     Args:
         client: A client of the Chroma server.
         collection: The store's collection.
+        max_batch: The client's largest write.
     """
 
-    def __init__(self, client: ClientAPI, collection: Collection) -> None:
+    def __init__(self, client: ClientAPI, collection: Collection, *, max_batch: int) -> None:
         self.collection_id = str(collection.id)
+        self.max_batch = max_batch
         self.side = client.get_or_create_collection(
             side_name(collection.name), embedding_function=None
         )
@@ -125,9 +131,12 @@ class Stamps:
         returns it."""
         ids = sorted({self.record_id(ns) for ns in namespaces})
         token = _token(writing=writing)
-        self.side.upsert(
-            ids=ids, embeddings=[_PLACE] * len(ids), metadatas=[{self.writer: token}] * len(ids)
-        )
+        for chunk in self._chunks(ids):
+            self.side.upsert(
+                ids=chunk,
+                embeddings=[_PLACE] * len(chunk),
+                metadatas=[{self.writer: token}] * len(chunk),
+            )
         if not writing:
             self._tokens.update(dict.fromkeys(ids, token))
         return token
@@ -136,19 +145,19 @@ class Stamps:
         """The token this store's key last got in the namespace's stamp after a write."""
         return self._tokens.get(self.record_id(namespace))
 
-    def others(self, keys: dict[str, str]) -> dict[str, str]:
-        """Of a stamp's keys, the other stores'."""
-        return {key: token for key, token in keys.items() if key != self.writer}
-
     def drop(self, namespaces: Many[Namespace]) -> None:
         """Delete these namespaces' stamps (their items are gone)."""
-        if namespaces:
-            self.side.delete(ids=sorted({self.record_id(ns) for ns in namespaces}))
+        for chunk in self._chunks(sorted({self.record_id(ns) for ns in namespaces})):
+            self.side.delete(ids=chunk)
 
     def record_id(self, namespace: Namespace) -> str:
         """The id of a namespace's stamp: a hash of the collection's id and the namespace."""
         text = "\x00".join((self.collection_id, *namespace))
         return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+    def _chunks(self, ids: list[str]) -> Iterator[list[str]]:
+        for start in range(0, len(ids), self.max_batch):
+            yield ids[start : start + self.max_batch]
 
 
 def side_name(name: str) -> str:

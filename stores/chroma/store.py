@@ -139,7 +139,9 @@ class ChromaStore(BaseStore):
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = plan.index_fields(index.get("fields")) if index else None
         self._stamps = (
-            Stamps(client, self._items) if client.get_settings().chroma_server_host else None
+            Stamps(client, self._items, max_batch=self._max_batch)
+            if client.get_settings().chroma_server_host
+            else None
         )
         """On a Chroma server, the namespaces' version stamps this store announces its
         writes in (`engram.stores.chroma.stamps`)."""

@@ -22,6 +22,7 @@ from conftest import TESTS
 from fakes import NGramEmbeddings
 
 from engram.stores.chroma import stamps as stamps_module
+from engram.stores.chroma.stamps import Stamps
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.lexical.hybrid import HybridSearchOp
 from engram.stores.memory.users import delete_user
@@ -284,3 +285,22 @@ def _other_process(machines: _Machines, data: Path, body: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_stamps_are_written_and_dropped_in_the_clients_largest_batches(machines, monkeypatch):
+    a = machines.store("a")
+    small = Stamps(a.client, a._items, max_batch=2)
+    sizes: list[int] = []
+    upsert, delete = small.side.upsert, small.side.delete
+    monkeypatch.setattr(
+        small.side, "upsert", lambda **kw: sizes.append(len(kw["ids"])) or upsert(**kw)
+    )
+    monkeypatch.setattr(
+        small.side, "delete", lambda **kw: sizes.append(len(kw["ids"])) or delete(**kw)
+    )
+    namespaces = [("memories", f"user{n}") for n in range(5)]
+    small.stamp(namespaces)
+    assert all(small.read(ns) is not None for ns in namespaces)
+    small.drop(namespaces)
+    assert all(small.read(ns) is None for ns in namespaces)
+    assert sizes == [2, 2, 1, 2, 2, 1]
