@@ -12,11 +12,11 @@ is needed:
   the write has landed, or failed), a new token. Chroma merges the keys of an upsert into the
   record's metadata, so writers never overwrite each other's tokens;
 - a store compares a namespace with the server in full only when the other stores' keys differ
-  from those its mirror has seen (read right before the mirror's last comparison, plus the
-  writes its own stores made since), or one of them says `writing` (a write in flight, or one
-  whose writer died: never recorded as seen, so never trusted). Reading the stamp before the
-  items makes a race cost one comparison more, never a stale answer; a store's own key is left
-  out, as its own writes reach its mirror directly;
+  from those its mirror's index file has seen (read right before the file's last comparison of
+  the namespace, plus the writes the stores using that file made since), or a key says
+  `writing` (a write in flight, or one whose writer died: never recorded as seen, so never
+  trusted). Reading the stamp before the items makes a race cost one comparison more, never a
+  stale answer; a store's own key is left out, as its own writes reach its mirror directly;
 - a namespace without a record (data written before stamps existed, or a namespace deleted
   whole) is compared in full before every search; the comparison that finds records in it
   stamps it;
