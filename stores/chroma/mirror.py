@@ -15,16 +15,19 @@ Consistency with Chroma, in three parts:
 - an index file that has never mirrored the collection (new, deleted, or data written by an
   engram without the lexical channel) is rebuilt from Chroma once;
 - against a Chroma server, which other machines may write to, a namespace is compared with
-  Chroma in full every `refresh_seconds`.
+  Chroma in full before a search when its version stamp (`engram.stores.chroma.stamps`) says
+  another store wrote to it since the last comparison, or it has no stamp.
 
 The mirror also lists a namespace's indexed items, which lets a vector search ask Chroma for those
 ids instead of a metadata filter (several times faster), as long as none of them has extra
 vectors (records of their own that the list does not name): a namespace where some item has is
-noted, and searched by metadata.
+noted, and searched by metadata. On a server, only a namespace's own ids are listed (a prefix
+may have namespaces below it that only other machines know of).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -40,6 +43,7 @@ from langgraph.store.base import get_text_at_path, tokenize_path
 
 from engram.stores.chroma import metadata as md
 from engram.stores.chroma.plan import item_document
+from engram.stores.chroma.stamps import Stamp, Stamps
 from engram.stores.lexical.index import LexicalDocument, LexicalIndex
 from engram.stores.paths import default_data_dir
 
@@ -48,11 +52,6 @@ logger = logging.getLogger(__name__)
 SIZE_SECONDS = 60.0
 """How long the collection's size (`collection_size`, a count Chroma pays for in full) is
 reused: it only steers how a search asks Chroma, never what it answers."""
-
-REMOTE_REFRESH_SECONDS = 0.0
-"""How often a namespace is compared in full with a Chroma server other machines may write to:
-before every hybrid search of it (one metadata read of that namespace), so what another machine
-wrote is found by both channels on the next turn."""
 
 _READ_CHUNK = 1000
 _SCAN_PAGE = 10_000
@@ -71,8 +70,8 @@ class LexicalMirror:
         index: The BM25 index.
         collection: The Chroma collection it mirrors.
         default_paths: The store's index `fields`, for items put without their own.
-        refresh_seconds: Compare a namespace with Chroma in full this often (None: never; right
-            when all writers share this index file).
+        stamps: The namespaces' version stamps on a Chroma server other machines write to
+            (None: every writer shares this index file).
     """
 
     def __init__(
@@ -81,13 +80,16 @@ class LexicalMirror:
         collection: Collection,
         default_paths: list[str],
         *,
-        refresh_seconds: float | None = None,
+        stamps: Stamps | None = None,
     ) -> None:
         self.index = index
         self.collection = collection
         self.default_paths = default_paths
-        self.refresh_seconds = refresh_seconds
-        self._checked: dict[str, float] = {}
+        self.stamps = stamps
+        self._checked: set[str] = set()
+        """Scopes whose journaled writes this process has repaired."""
+        self._stamp_read: dict[str, float] = {}
+        """Scope -> the batch (its `now`) that last read its stamp: read once per batch."""
         self._ids: dict[str, dict[str, None]] = {}
         self._extras: dict[str, bool] = {}
         """Scope -> its document ids (an ordered set), kept up to date by this mirror's writes."""
@@ -96,10 +98,15 @@ class LexicalMirror:
         self._lock = threading.Lock()
         if self.index.get_meta(self._built_key) is None and collection.count() == 0:
             self.index.set_meta(self._built_key, str(time.time()))  # nothing to rebuild from
+            self.index.set_meta(self._from_empty_key, "1")  # every namespace seen, empty
 
     @property
     def _built_key(self) -> str:
         return f"mirrors:{self.collection.id}"
+
+    @property
+    def _from_empty_key(self) -> str:
+        return f"mirrors-from-empty:{self.collection.id}"
 
     def scope(self, namespace: Sequence[str]) -> str:
         """The index scope of a namespace (labels never contain `.`)."""
@@ -123,18 +130,23 @@ class LexicalMirror:
             yield
         except BaseException:
             for scope in scopes:
-                self._checked.pop(scope, None)
+                self._checked.discard(scope)
             raise
 
     def apply(
         self,
         upserts: Iterable[tuple[Namespace, LexicalDocument]],
         deletes: Iterable[tuple[Namespace, str]],
+        *,
+        written: Iterable[Namespace] = (),
     ) -> None:
         """Write the documents Chroma now holds and clear the journal. A failure is logged:
-        the ids stay journaled and are repaired before their namespace is next searched."""
+        the ids stay journaled and are repaired before their namespace is next searched.
+        `written`: the namespaces this store's write announced in their stamps; the index
+        file records that it holds that write (`_note_seen`)."""
         docs = self._by_scope(upserts)
         gone = self._by_scope(deletes)
+        unnoted: set[str] = set()  # scopes whose write failed, or that were dropped
         for scope in {*docs, *gone}:
             try:
                 if gone.get(scope):
@@ -143,6 +155,8 @@ class LexicalMirror:
                     self.index.upsert(scope, docs[scope])
                 if gone.get(scope) and not docs.get(scope) and self.index.count(scope) == 0:
                     self.index.drop_scope(scope)
+                    self.index.delete_meta(f"seen:{scope}")  # it names the namespace
+                    unnoted.add(scope)
             except sqlite3.Error:
                 logger.warning(
                     "lexical index write failed for %s; it is repaired from Chroma before the "
@@ -150,33 +164,77 @@ class LexicalMirror:
                     scope,
                     exc_info=True,
                 )
-                self._checked.pop(scope, None)
+                self._checked.discard(scope)
                 self._ids.pop(scope, None)
+                unnoted.add(scope)
                 continue
             if (cached := self._ids.get(scope)) is not None:
                 for item_id in gone.get(scope, ()):
                     cached.pop(item_id, None)
                 cached.update(dict.fromkeys(d.id for d in docs.get(scope, ())))
+        if self.stamps is not None:
+            self._note_seen([ns for ns in written if self.scope(ns) not in unnoted], self.stamps)
 
     # -- reads --------------------------------------------------------------------------------
 
     def ensure_fresh(self, namespace: Namespace, now: float) -> None:
-        """Repair what a crash or another writer may have left different, before a search."""
+        """Repair what a crash may have left different and, on a server, what other stores
+        wrote (their stamps say), before a search in the batch of `now`."""
         scope = self.scope(namespace)
         with self._lock, self._guard("read"):
             self._ensure_built(now)
-            checked = self._checked.get(scope)
-            if checked is None:
+            if scope not in self._checked:
                 self._repair(scope, self.index.pending().get(scope, []), now)
-            elif (
-                self.refresh_seconds is not None
-                and time.monotonic() - checked > self.refresh_seconds
-            ):
-                self._reconcile(namespace, now)
-            else:
-                return
-            self._checked[scope] = time.monotonic()
-            self._ids.pop(scope, None)
+                self._checked.add(scope)
+                self._ids.pop(scope, None)
+            if self.stamps is not None and self._stamp_read.get(scope) != now:
+                self._stamp_read[scope] = now
+                self._compare(namespace, self.stamps, now)
+
+    def _compare(self, namespace: Namespace, stamps: Stamps, now: float) -> None:
+        """Compare the namespace with the server in full, unless its stamp says no other store
+        wrote to it since the index file last saw it (`_seen`). The stamp is read before the
+        items: a write that lands during the comparison changes the stamp after it, and costs
+        one comparison more, never a stale search. Call with the lock held."""
+        scope = self.scope(namespace)
+        stamp = stamps.read(namespace)
+        seen = self._seen(scope)
+        if stamp is not None and seen is not None and stamp.others_as_in(seen):
+            return
+        records = self._reconcile(namespace, now)
+        self._ids.pop(scope, None)
+        if stamp is None and records:  # written before stamps existed: stamped from now on
+            stamp = Stamp({stamps.writer: stamps.stamp([namespace])}, stamps.writer)
+        if stamp is not None and stamp.settled and self.index.count(scope):
+            self._record_seen(scope, stamp.keys)  # (a write in flight may land after the
+            # comparison: never recorded, never trusted; an empty scope is cheap to compare)
+
+    def _seen(self, scope: str) -> dict[str, str] | None:
+        """The stamp keys whose writes the index file holds for the scope, and no other key
+        had written: those read before its last full comparison, updated by this file's own
+        writes since; None if unknown. A file that began mirroring the collection when it was
+        empty has seen every namespace without a key."""
+        raw = self.index.get_meta(f"seen:{scope}")
+        if raw is not None:
+            return json.loads(raw)
+        return {} if self.index.get_meta(self._from_empty_key) is not None else None
+
+    def _record_seen(self, scope: str, keys: dict[str, str]) -> None:
+        self.index.set_meta(f"seen:{scope}", json.dumps(keys, sort_keys=True))
+
+    def _note_seen(self, namespaces: Iterable[Namespace], stamps: Stamps) -> None:
+        """This store's write to these namespaces, announced with its latest tokens, is in the
+        index file."""
+        for namespace in namespaces:
+            scope = self.scope(namespace)
+            try:
+                seen, token = self._seen(scope), stamps.token(namespace)
+                if seen is None or token is None or seen.get(stamps.writer) == token:
+                    continue
+                if self.index.count(scope):  # (a record names the namespace: none for nothing)
+                    self._record_seen(scope, {**seen, stamps.writer: token})
+            except sqlite3.Error:  # other stores of this file compare the namespace once more
+                logger.warning("cannot record a write in the lexical index", exc_info=True)
 
     def _ensure_built(self, now: float) -> None:
         """Drop caches another process's writes made stale; rebuild an index file that has never
@@ -202,9 +260,10 @@ class LexicalMirror:
 
     def candidate_ids(self, prefix: Namespace, *, exact: bool, now: float) -> list[str] | None:
         """The indexed items under `prefix` (exactly `prefix` with `exact`), for an id-restricted
-        vector search; None when a metadata filter must do it (extra vectors, other writers)."""
-        if self.refresh_seconds is not None:
-            return None  # other machines write: only Chroma knows every id at once
+        vector search; None when a metadata filter must do it (extra vectors; on a server, a
+        prefix: other machines may have written namespaces below it that no stamp names)."""
+        if self.stamps is not None and not exact:
+            return None
         if exact:
             scopes = [self.scope(prefix)]
         else:
@@ -257,7 +316,7 @@ class LexicalMirror:
             for scope, cached in list(self._ids.items()):
                 if found := [i for i in cached if i in ghosts]:
                     self.index.mark_pending(scope, found)
-                    self._checked.pop(scope, None)
+                    self._checked.discard(scope)
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -297,8 +356,9 @@ class LexicalMirror:
             )
         self.apply([(namespace, d) for d in docs], [(namespace, i) for i in ids if i not in found])
 
-    def _reconcile(self, namespace: Namespace | None, now: float) -> None:
-        """Compare one namespace (or the whole collection) with Chroma and fix the index."""
+    def _reconcile(self, namespace: Namespace | None, now: float) -> int:
+        """Compare one namespace (or the whole collection) with Chroma and fix the index;
+        returns how many records Chroma holds there."""
         where = md.combine(md.namespace_clauses(namespace)) if namespace else None
         wanted: dict[str, dict[str, str]] = {}
         offset = 0
@@ -306,6 +366,7 @@ class LexicalMirror:
             got = self.collection.get(
                 where=where, include=["metadatas"], limit=_SCAN_PAGE, offset=offset
             )
+            offset += len(got["ids"])
             for item_id, meta in zip(got["ids"], got["metadatas"]):
                 record = md.record_of(meta)
                 if record is not None and record.has_vectors and not md.expired(meta, now):
@@ -315,7 +376,6 @@ class LexicalMirror:
                         self.note_extras([namespace_of_item])
             if len(got["ids"]) < _SCAN_PAGE:
                 break
-            offset += _SCAN_PAGE
         scopes = [self.scope(namespace)] if namespace else self.index.scopes()
         scopes = [s for s in scopes if s.startswith(f"{self.collection.name}/")]
         for scope in dict.fromkeys([*scopes, *wanted]):
@@ -326,6 +386,7 @@ class LexicalMirror:
             if stale or missing:
                 self.index.mark_pending(scope, [*stale, *missing])
                 self._repair(scope, [*stale, *missing], now)
+        return offset
 
     def _by_scope(self, entries: Iterable[tuple[Namespace, Any]]) -> dict[str, list[Any]]:
         grouped: dict[str, list[Any]] = {}
@@ -345,13 +406,12 @@ class LexicalMirror:
             ) from exc
 
 
-def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
-    """Where a store on `client` keeps its lexical index, and how often to compare it in full.
+def lexical_index_for(client: ClientAPI) -> LexicalIndex:
+    """Where a store on `client` keeps its lexical index.
 
     A `PersistentClient`: `lexical.sqlite3` in its own folder, beside Chroma's files. A Chroma
-    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`, each
-    namespace compared with the server before it is searched (other machines may write). Otherwise (an in-memory client):
-    in memory too.
+    server: a file per server, tenant and database under `$ENGRAM_DATA_DIR/lexical/`.
+    Otherwise (an in-memory client): in memory too.
     """
     settings = client.get_settings()
     if settings.chroma_server_host:
@@ -365,10 +425,10 @@ def lexical_index_for(client: ClientAPI) -> tuple[LexicalIndex, float | None]:
             / "lexical"
             / "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
         )
-        return LexicalIndex(folder), REMOTE_REFRESH_SECONDS
+        return LexicalIndex(folder)
     if settings.is_persistent and settings.persist_directory:
-        return LexicalIndex(Path(settings.persist_directory)), None
-    return LexicalIndex(), None
+        return LexicalIndex(Path(settings.persist_directory))
+    return LexicalIndex()
 
 
 def _chunks(ids: list[str]) -> Iterator[list[str]]:

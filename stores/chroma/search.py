@@ -163,7 +163,7 @@ def hybrid_search(
         similarity, exhausted, _ = nearest(
             collection, mirror, op.namespace, query_vector, depth, exact=True, where=[], now=now
         )
-        mirror.ensure_fresh(op.namespace, now)  # another machine may have written to it
+        mirror.ensure_fresh(op.namespace, now)  # done by `nearest` unless it used a filter
         lexical = dict(mirror.search(op.namespace, op.query, depth))
         exhausted = exhausted and len(lexical) < depth
         if others := [i for i in lexical if i not in similarity]:

@@ -53,6 +53,7 @@ from engram.stores.chroma.coalesce import Coalescer
 from engram.stores.chroma.mirror import LexicalMirror, lexical_index_for
 from engram.stores.chroma.purge import PurgeReport
 from engram.stores.chroma.search import hybrid_search, nearest
+from engram.stores.chroma.stamps import Stamps
 from engram.stores.chroma.version import check_chroma_version
 from engram.stores.chroma.write import ChromaWriter
 from engram.stores.lexical.index import LexicalIndex
@@ -137,19 +138,22 @@ class ChromaStore(BaseStore):
         self.index_config = dict(index) if index else None
         self.embeddings = ensure_embeddings(index.get("embed")) if index else None
         self._fields = plan.index_fields(index.get("fields")) if index else None
+        self._stamps = (
+            Stamps(client, self._items, max_batch=self._max_batch)
+            if client.get_settings().chroma_server_host
+            else None
+        )
+        """On a Chroma server, the namespaces' version stamps this store announces its
+        writes in (`engram.stores.chroma.stamps`)."""
         self.lexical: LexicalMirror | None = None
         self._owns_lexical = False
         if index and lexical is not False:
-            if isinstance(lexical, LexicalIndex):
-                lexical_index, refresh = lexical, None
-            else:
-                lexical_index, refresh = lexical_index_for(client)
-                self._owns_lexical = True
+            self._owns_lexical = not isinstance(lexical, LexicalIndex)
             self.lexical = LexicalMirror(
-                lexical_index,
+                lexical if isinstance(lexical, LexicalIndex) else lexical_index_for(client),
                 self._items,
                 [path for path, _ in self._fields],
-                refresh_seconds=refresh,
+                stamps=self._stamps if self._owns_lexical else None,
             )
         self._writer = ChromaWriter(
             self._items,
@@ -157,6 +161,7 @@ class ChromaStore(BaseStore):
             dims=(index or {}).get("dims"),
             default_paths=[path for path, _ in self._fields or []],
             max_batch=self._max_batch,
+            stamps=self._stamps,
         )
         self._coalescer = Coalescer(self._run_batch, idle=self._idle_work)
         self.ttl_config = ttl
@@ -372,11 +377,30 @@ class ChromaStore(BaseStore):
         embedded = settings.is_persistent and not settings.chroma_server_host
         self._folder.writing()
         self._writer.remove_tombstones(everyone=True)
+        self._drop_emptied_stamps()
         if embedded and settings.persist_directory:
             report = purge.purge_files(Path(settings.persist_directory), str(self._items.id))
         if self.lexical is not None:
             self.lexical.index.scrub()
         return report
+
+    def _drop_emptied_stamps(self) -> None:
+        """Delete the stamps of the namespaces this store deleted from that hold no record
+        now (what a person deletes leaves nothing behind, not even a stamp). A write racing
+        this loses its stamp, and the namespace is then compared in full before every search
+        until its next write: slower, never stale."""
+        namespaces, self._writer.deleted_from = self._writer.deleted_from, set()
+        if self._stamps is None:
+            return
+        self._stamps.drop(
+            [
+                namespace
+                for namespace in namespaces
+                if not self._items.get(
+                    where=md.combine(md.namespace_clauses(namespace)), limit=1, include=[]
+                )["ids"]
+            ]
+        )
 
     async def apurge_deleted(self) -> PurgeReport:
         """Async `purge_deleted` (runs in a worker thread)."""
@@ -488,7 +512,7 @@ class ChromaStore(BaseStore):
             )
         for i, op in batch.list_ops:
             results[i] = self._list_namespaces(op, now)
-        if refresh:
+        if refresh:  # expiries only: no stamp announces them (what a search finds stays)
             self._folder.writing()
             ids = list(refresh)
             for chunk in self._chunks(ids):

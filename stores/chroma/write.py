@@ -26,6 +26,7 @@ from engram.stores.chroma import metadata as md
 from engram.stores.chroma import tombstones
 from engram.stores.chroma.mirror import LexicalMirror, Namespace
 from engram.stores.chroma.plan import Plan
+from engram.stores.chroma.stamps import Stamps
 from engram.stores.lexical.index import LexicalDocument
 
 
@@ -96,6 +97,7 @@ class ChromaWriter:
         dims: The index's vector size (placeholders need it); None without an index.
         default_paths: The store's index fields (a put naming others records them).
         max_batch: The client's largest write.
+        stamps: On a Chroma server, the namespaces' version stamps each write is announced in.
     """
 
     def __init__(
@@ -106,15 +108,19 @@ class ChromaWriter:
         dims: int | None,
         default_paths: list[str],
         max_batch: int,
+        stamps: Stamps | None = None,
     ) -> None:
         self.collection = collection
         self.lexical = lexical
         self.dims = dims
         self.default_paths = default_paths
         self.max_batch = max_batch
+        self.stamps = stamps
         self.buried: set[str] = set()
         """Ids of the tombstones this writer left and has not removed yet
         (`engram.stores.chroma.tombstones`)."""
+        self.deleted_from: set[Namespace] = set()
+        """Namespaces this writer deleted items from since the store last purged."""
 
     def apply_puts(
         self,
@@ -132,14 +138,16 @@ class ChromaWriter:
         if self.lexical is not None and puts.extra:  # before the write: searches must know
             self.lexical.note_extras(puts.extra_namespaces)
         unchanged = self._vector_unchanged(puts.old_vector, replaced.records)
-        with self._journaled(puts.touched):
+        namespaces = {op.namespace for op in batch.puts.values()}
+        self.deleted_from.update(op.namespace for op in batch.puts.values() if op.value is None)
+        with self._announced(namespaces), self._journaled(puts.touched):
             self._write(puts, unchanged, write_chunk)
         self.buried.update(puts.buried)
         if len(self.buried) >= tombstones.REMOVE_AT:
             self.remove_tombstones()
         if self.lexical is not None:  # every written document, even an unchanged one: the
             self.lexical.apply(  # metadata read before the write may be another writer's by now
-                upserts=puts.documents, deletes=puts.undocumented
+                upserts=puts.documents, deletes=puts.undocumented, written=namespaces
             )
 
     def delete_expired(self, now: float, metadata_by_id: dict[str, dict[str, Any]]) -> int:
@@ -155,7 +163,14 @@ class ChromaWriter:
             for i, meta in metadata_by_id.items()
             if (record := md.record_of(meta)) is not None and record.has_vectors
         }
-        with self._journaled([(namespace, i) for i, namespace in indexed.items()]):
+        namespaces = {
+            md.namespace_from_metadata(meta)
+            for meta in metadata_by_id.values()
+            if md.record_of(meta) is not None
+        }
+        self.deleted_from.update(namespaces)
+        journaled = self._journaled([(namespace, i) for i, namespace in indexed.items()])
+        with self._announced(namespaces), journaled:
             self.collection.delete(where={md.EXPIRES_AT: {"$lt": now}})
             renewed = {
                 i
@@ -172,7 +187,9 @@ class ChromaWriter:
             for chunk in self._chunks(extra):
                 self.collection.delete(ids=chunk)
         if self.lexical is not None:
-            self.lexical.apply([], [(indexed[i], i) for i in gone if i in indexed])
+            self.lexical.apply(
+                [], [(indexed[i], i) for i in gone if i in indexed], written=namespaces
+            )
         return len(gone)
 
     def remove_tombstones(self, *, everyone: bool = False) -> None:
@@ -279,6 +296,9 @@ class ChromaWriter:
         self, entries: list[tuple[tuple[str, ...], str]]
     ) -> AbstractContextManager[None]:
         return self.lexical.writing(entries) if self.lexical is not None else nullcontext()
+
+    def _announced(self, namespaces: set[Namespace]) -> AbstractContextManager[None]:
+        return self.stamps.announce(namespaces) if self.stamps is not None else nullcontext()
 
     def _first_vector(
         self, item_id: str, batch: Plan, vectors: dict[str, list[list[float]]]

@@ -340,6 +340,11 @@ class LexicalIndex:
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", ("user:" + key, value)
             )
 
+    def delete_meta(self, key: str) -> None:
+        """Remove a caller's setting (nothing if unset)."""
+        with self._transaction():
+            self._db.execute("DELETE FROM meta WHERE key = ?", ("user:" + key,))
+
     # -- reads ----------------------------------------------------------------------------------
 
     def search(self, scope: str, query: str, *, limit: int = 100) -> list[tuple[str, float]]:
