@@ -8,7 +8,9 @@ shows the memories a section per category, each dated by
 the day the user said it (so a model can tell which of two that disagree is newer), then the
 episodes as quoted messages in date order under their dates, a reply right after the message
 it answers; a procedure (a `skill` memory of tool calls that worked) shows its steps on lines of
-their own. Everything recalled goes through `escape_recalled`, so nothing in it can open or
+their own. A memory that replaced others the recall matched is marked current, with what it
+replaced under it, dated; a quoted message that a replaced memory came from is marked as
+changed since (`mark_changed`): nothing replaced looks current. Everything recalled goes through `escape_recalled`, so nothing in it can open or
 close a block of the system prompt.
 """
 
@@ -43,6 +45,13 @@ EPISODE_CHARS = 400
 QUOTED_QUESTION_CHARS = 80
 """A reply whose message is not shown itself quotes this many characters of that message."""
 
+CHANGED = "changed_since"
+"""The key `mark_changed` sets on a recalled message's value (a copy) that a later change
+replaced."""
+
+CHANGED_MARK = " (changed since)"
+"""What follows such a message in the block."""
+
 UNDATED = "[date unknown]"
 """The line over archived messages that carry no date (archived before messages had times)."""
 
@@ -66,7 +75,7 @@ def new_episodes(
         ['m1']
     """
     present = {m.id for m in thread if m.id}
-    held = [_words(m.memory.content) for m in memories]
+    held = [_words(m.content) for s in memories for m in (s.memory, *s.earlier)]
 
     def repeats_a_memory(episode: SearchItem) -> bool:
         text = _words(_parts(episode.value)[1].partition(": ")[2])
@@ -76,6 +85,56 @@ def new_episodes(
         e
         for e in episodes
         if not present.intersection(e.value.get("message_ids", ())) and not repeats_a_memory(e)
+    ]
+
+
+def mark_changed(
+    episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory]
+) -> list[SearchItem]:
+    """`episodes`, each message that a replaced memory came from (a memory in some recalled
+    memory's `earlier`) marked as changed since, and each reply to such a message (or to one
+    holding a replaced memory's words): the block says so (`CHANGED`).
+
+    Example:
+        >>> from datetime import datetime
+        >>> from engram.stores.memory.types import Memory
+        >>> old = Memory.new("I live in Lisbon", "fact", 0.8, now="2026-01-05T10:00:00")
+        >>> old = old.model_copy(update={"source_message_ids": ["m1"]})
+        >>> new = Memory.new("I moved to Porto", "fact", 0.8, now="2026-03-01T10:00:00")
+        >>> now = datetime(2026, 3, 2)
+        >>> said = SearchItem(("episodes", "u"), "m1",
+        ...                   {"content": "[5 January 2026] user: I live in Lisbon",
+        ...                    "message_ids": ["m1"]}, now, now)
+        >>> [shown] = mark_changed([said], [ScoredMemory(new, 0.9, 0.9, 1.0, earlier=(old,))])
+        >>> episode_lines([shown])
+        ['[5 January 2026]', '- user: I live in Lisbon (changed since)']
+    """
+    earlier = [m for s in memories for m in s.earlier]
+    replaced = {i for m in earlier for i in m.source_message_ids}
+    if not replaced:
+        return list(episodes)
+    changed = {
+        _words(_parts(e.value)[1].partition(": ")[2])
+        for e in episodes
+        if e.value.get("role", "user") == "user"
+        and replaced.intersection(e.value.get("message_ids", ()))
+    }
+    said = [f" {_words(m.content)} " for m in earlier]
+
+    def is_changed(episode: SearchItem) -> bool:
+        if episode.value.get("role", "user") == "user":
+            return bool(replaced.intersection(episode.value.get("message_ids", ())))
+        question = _words((_question(episode.value) or "").partition(": ")[2])
+        return bool(question) and (
+            question in changed or any(text in f" {question} " for text in said)
+        )
+
+    return [
+        SearchItem(e.namespace, e.key, {**e.value, CHANGED: True}, e.created_at, e.updated_at,
+                   e.score)
+        if is_changed(e)
+        else e
+        for e in episodes
     ]
 
 
@@ -99,12 +158,12 @@ def render_memory_block(
     """
     if not memories and not episodes:
         return ""
-    days = {said_on(scored.memory) for scored in memories}
+    days = {said_on(m) for scored in memories for m in (scored.memory, *scored.earlier)}
     one_day = next(iter(days)) if len(days) == 1 else ""  # said once, on the heading
     grouped: dict[str, list[str]] = {}
     for scored in memories:
         heading = MEMORY_CATEGORY_HEADINGS.get(scored.memory.category, OTHER_MEMORY_HEADING)
-        grouped.setdefault(heading, []).append(_memory_line(scored.memory, dated=not one_day))
+        grouped.setdefault(heading, []).append(_memory_lines(scored, dated=not one_day))
     if episodes:
         grouped[EPISODE_HEADING] = episode_lines(episodes)
     order = [*MEMORY_CATEGORY_HEADINGS.values(), OTHER_MEMORY_HEADING, EPISODE_HEADING]
@@ -152,7 +211,9 @@ def episode_lines(episodes: Sequence[SearchItem]) -> list[str]:
     def thread(n: int) -> list[str]:
         _, said, question = parsed[n]
         line = _with_question(said, question) if question and n not in parent else said
-        return [f"- {_cut(line)}", *(x for child in children.get(n, ()) for x in thread(child))]
+        mark = CHANGED_MARK if episodes[n].value.get(CHANGED) else ""
+        replies = (x for child in children.get(n, ()) for x in thread(child))
+        return [f"- {_cut(line)}{mark}", *replies]
 
     days: dict[str, list[int]] = {}
     for n in range(len(parsed)):
@@ -180,6 +241,7 @@ def shown_episode(value: dict[str, Any]) -> str:
     date, said = _parts(value)
     question = _question(value)
     line = _cut(_with_question(said, question) if question is not None else said)
+    line += CHANGED_MARK if value.get(CHANGED) else ""
     return f"[{_one_line(date)}] {line}" if date else line
 
 
@@ -217,6 +279,20 @@ def _day_order(date: str) -> tuple[int, datetime]:
         return 0, datetime.strptime(date, "%d %B %Y")
     except ValueError:
         return 1, datetime.min
+
+
+def _memory_lines(scored: ScoredMemory, *, dated: bool) -> str:
+    """A memory's bullet (`_memory_line`); when it replaced memories the recall matched, marked
+    current, with each of them on a line of its own under it, oldest first."""
+    line = _memory_line(scored.memory, dated=dated)
+    if not scored.earlier:
+        return line
+    earlier = [
+        f"  - earlier{f' [{said_on(m)}]' if dated and said_on(m) else ''}: {_one_line(m.content)}"
+        for m in scored.earlier
+    ]
+    first, _, steps = line.partition("\n")
+    return "\n".join([f"{first} (current)", *([steps] if steps else []), *earlier])
 
 
 def _memory_line(memory: Memory, *, dated: bool) -> str:

@@ -49,7 +49,7 @@ from langgraph.types import Overwrite
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
 from engram.nodes.owner import claim
 from engram.nodes.prompts import ELIDED_MESSAGE_NOTE, SUMMARY_BLOCK_TEMPLATE
-from engram.nodes.recalled import new_episodes, render_memory_block
+from engram.nodes.recalled import mark_changed, new_episodes, render_memory_block
 from engram.nodes.task import render_task_block
 from engram.nodes.text.escape import escape_recalled
 from engram.nodes.text.tokens import (
@@ -483,7 +483,8 @@ async def recall(
     `ctx.recall.replies_first_turn` on a thread's `first_turn`: nothing of the conversation is
     in the prompt yet), the archived messages at least `ctx.recall.episode_min_similarity`
     similar and `ctx.recall.episode_min_relevance` relevant (replies
-    `ctx.recall.reply_min_relevance`).
+    `ctx.recall.reply_min_relevance`). A replaced memory comes as the history of its current
+    version, and the messages it came from are marked as changed since (`mark_changed`).
 
     One timeout (`ctx.recall.timeout_ms`) covers both; it raises `TimeoutError`. The first
     recall from a store in this process has `FIRST_RECALL_TIMEOUT_S` instead: it loads what
@@ -500,9 +501,7 @@ async def recall(
             k = ctx.recall.k_first_turn if first_turn else ctx.recall.k
             if ctx.recall.k > 0 and k > 0:  # recall_k=0 turns memories off everywhere
                 # the access statistics are written at the end of the turn (`consolidate`)
-                memories = await ltm.asearch(
-                    ctx.user_id, query, k=k, touch=False, ranking="recall"
-                )
+                memories = await ltm.arecall(ctx.user_id, query, k=k)
             k = ctx.recall.episodes_first_turn if first_turn else ctx.recall.episodes
             k = k if ctx.recall.episodes > 0 else 0  # 0 turns archived messages off everywhere
             if k > 0:
@@ -517,7 +516,7 @@ async def recall(
         raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms") from None
     if first:
         _RECALLED_FROM.add(store)
-    return memories, episodes
+    return memories, mark_changed(episodes, memories)
 
 
 FIRST_RECALL_TIMEOUT_S = 30.0

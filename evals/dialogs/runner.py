@@ -54,7 +54,7 @@ from engram.evals.scripted import ScriptedChatModel
 from engram.graph import Context, Extraction, Recall
 from engram.graph.models import DEFAULT_CONTEXT_WINDOW
 from engram.nodes.context import ExtractionChoice
-from engram.nodes.recalled import new_episodes, said_on, shown_episode
+from engram.nodes.recalled import CHANGED, new_episodes, said_on, shown_episode
 from engram.nodes.start import Budget, fit_recall, recall, recall_query
 from engram.nodes.text.tokens import REPLY_PRIMING, counter_for_model
 from engram.nodes.text.transcript import TIMESTAMP_KEY
@@ -381,13 +381,14 @@ async def _stale_check(
     query = _statement(dialog, dialog.memory(conflict.old))
     memories, episodes = await _first_turn_recall(store, query, settings)
     shown = [
-        Shown(s.memory.content, _day(said_on(s.memory)), s.memory.valid_until is not None)
+        Shown(m.content, _day(said_on(m)), replaced=m is not s.memory)
         for s in memories
+        for m in (s.memory, *s.earlier)
     ]
     for item in episodes:
         line = shown_episode(item.value)
         day = _SHOWN_DAY.match(line)
-        shown.append(Shown(line, _day(day[1]) if day else None))
+        shown.append(Shown(line, _day(day[1]) if day else None, bool(item.value.get(CHANGED))))
     return StaleCheck(conflict.old, conflict.new, query, shown)
 
 

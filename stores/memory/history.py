@@ -2,6 +2,10 @@
 turn), the memory, and the newer values that replaced it (`superseded_by`), oldest first. A
 compressed memory's history holds every memory compressed into it.
 
+A turn's recall shows a memory that matched but was replaced as history, never alone:
+`current_versions_steps` puts the current version in its place, with the replaced one (only
+what the change replaced of it) as its earlier value.
+
 Example:
     >>> from engram.stores.memory.types import Memory
     >>> dark = Memory.new("Alice prefers dark mode", "preference", 0.9, now="2026-05-30T09:00:00")
@@ -14,9 +18,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
-from engram.stores.memory.types import Memory, parse_time
+from langgraph.store.base import GetOp
+
+from engram.stores.memory.clauses import clauses
+from engram.stores.memory.types import Memory, ScoredMemory, normalize_text, parse_time
+from engram.stores.steps import Steps
+
+MAX_HOPS = 8
+"""How many replacements `current_versions_steps` follows from a matched memory."""
 
 
 def version_history(memory: Memory, memories: Iterable[Memory]) -> list[Memory]:
@@ -46,3 +58,81 @@ def _newer(memory: Memory, by_id: dict[str, Memory]) -> list[Memory]:
         found[newer.id] = newer
         newer = by_id.get(newer.superseded_by or "")
     return list(found.values())
+
+
+def current_versions_steps(
+    namespace: tuple[str, ...], ranked: Sequence[ScoredMemory]
+) -> Steps[list[ScoredMemory]]:
+    """`ranked` with each replaced memory (`superseded_by`) folded into the current version of
+    it: that version takes the replaced one's place (or keeps its own, if higher) and carries it
+    in `earlier`, oldest first. A replaced memory whose current version was forgotten or deleted
+    is left out: the person retired the change. Of a replaced memory whose untouched clauses were
+    kept as a memory of their own (`kept_as`), `earlier` shows only the clauses the change
+    replaced.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> from engram.stores.memory.types import memory_put
+        >>> from engram.stores.steps import run_steps
+        >>> lisbon = Memory.new("I live in Lisbon", "fact", 0.8, now="2026-01-05T10:00:00")
+        >>> porto = Memory.new("I moved to Porto", "fact", 0.8, now="2026-03-01T10:00:00")
+        >>> lisbon = lisbon.model_copy(update={"superseded_by": porto.id,
+        ...                                    "valid_until": porto.created_at})
+        >>> store = InMemoryStore()
+        >>> store.batch([memory_put(("memories", "u"), m) for m in (lisbon, porto)])
+        [None, None]
+        >>> found = run_steps(store, current_versions_steps(
+        ...     ("memories", "u"), [ScoredMemory(lisbon, 0.9, 0.9, 1.0)]))
+        >>> [(s.memory.content, [e.content for e in s.earlier]) for s in found]
+        [('I moved to Porto', ['I live in Lisbon'])]
+    """
+    known = {s.memory.id: s.memory for s in ranked}
+    wanted = {i for s in ranked for i in (s.memory.superseded_by, s.memory.kept_as) if i}
+    for _ in range(MAX_HOPS):
+        missing = sorted(wanted - known.keys())
+        if not missing:
+            break
+        found = yield [GetOp(namespace, i) for i in missing]
+        fetched, _ = Memory.readable(item for item in found if item is not None)
+        known.update((m.id, m) for m in fetched)
+        known.update((i, None) for i in missing if i not in known)  # deleted
+        wanted = {m.superseded_by for m in fetched if m.superseded_by}
+    order: dict[str, ScoredMemory] = {}
+    for scored in ranked:
+        current = _current(scored.memory, known)
+        if current is None:
+            continue
+        shown = order.get(current.id) or replace(scored, memory=current, earlier=())
+        if scored.memory.id != current.id:
+            older = _replaced_part(scored.memory, known)
+            shown = replace(shown, earlier=_by_date([*shown.earlier, older]))
+        order[current.id] = shown
+    return list(order.values())
+
+
+def _current(memory: Memory, known: dict[str, Memory | None]) -> Memory | None:
+    """The end of `memory`'s chain of replacements, or None when it was forgotten, deleted or
+    not reached."""
+    seen: set[str] = set()
+    while memory.superseded_by and memory.id not in seen:
+        seen.add(memory.id)
+        newer = known.get(memory.superseded_by)
+        if newer is None:
+            return None
+        memory = newer
+    return None if memory.forgotten or memory.superseded_by else memory
+
+
+def _replaced_part(memory: Memory, known: dict[str, Memory | None]) -> Memory:
+    """`memory` as its history shows it: without the clauses kept as a memory of their own."""
+    kept = known.get(memory.kept_as or "")
+    if kept is None:
+        return memory
+    held = normalize_text(kept.content)
+    changed = [c for c in clauses(memory.content) if normalize_text(c) not in held]
+    return memory.model_copy(update={"content": "; ".join(changed)}) if changed else memory
+
+
+def _by_date(memories: Iterable[Memory]) -> tuple[Memory, ...]:
+    unique = {m.id: m for m in memories}
+    return tuple(sorted(unique.values(), key=lambda m: parse_time(m.valid_from)))

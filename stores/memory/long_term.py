@@ -25,6 +25,7 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import supports_hybrid
+from engram.stores.memory.history import current_versions_steps
 from engram.stores.memory.manage.restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory.recall import (
     Ranking,
@@ -210,6 +211,17 @@ class LongTermMemory:
                 user_id, query, k, categories, include_superseded, include_forgotten, touch, ranking
             ),
         )
+
+    async def arecall(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
+        """What a turn's context shows for `query`: the `k` best memories by the "recall"
+        ranking, among current and replaced ones, each replaced one shown as the history of its
+        current version (`engram.stores.memory.history.current_versions_steps`). Not touched:
+        a turn counts its recalls when it ends."""
+        return await arun_steps(self.store, self._recall(user_id, query, k))
+
+    def recall(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
+        """Sync `arecall`."""
+        return run_steps(self.store, self._recall(user_id, query, k))
 
     async def asearch_episodes(
         self,
@@ -432,6 +444,13 @@ class LongTermMemory:
             settings=self.recall,
             ranking=ranking,
         )
+
+    def _recall(self, user_id: str, query: str, k: int) -> Steps[list[ScoredMemory]]:
+        matched = yield from self._search(
+            user_id, query, k, None, include_superseded=True, include_forgotten=False,
+            touch=False, ranking="recall",
+        )
+        return (yield from current_versions_steps(self.namespace(user_id), matched))
 
     def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:
         touched = yield from touch_steps(self.namespace(user_id), memory_ids, now=self.clock())

@@ -265,6 +265,9 @@ class ScoredMemory:
     relevance: float | None = None
     """How well the memory matches the query: the lexical and dense channels fused (in [0, 1]),
     or `similarity` when the store has no lexical channel; None means `similarity`."""
+    earlier: tuple[Memory, ...] = ()
+    """Memories this one replaced that the recall matched, oldest first (a turn's context shows
+    them as its history: `engram.stores.memory.history.current_versions_steps`)."""
 
 
 @dataclass(frozen=True)

@@ -185,8 +185,11 @@ def test_each_correction_is_checked_once_with_its_old_statement_as_the_query(run
     helix = [s for s in check.shown if "Helix" in s.text]
     assert helix and all(s.said == date(2025, 4, 8) for s in helix)
     assert score_dialog(editor).stale_shown_rate == Ratio(0, 1)
+    # the replaced Vim memory is shown as Helix's history, never alone as current
+    vim = [s for s in check.shown if "Vim" in s.text and "Helix" not in s.text]
+    assert vim and all(s.replaced for s in vim if "user:" not in s.text)
     # had the block shown the old statement without the new one, it would be stale-shown
-    only_vim = [s for s in check.shown if "Helix" not in s.text] or [Shown("I prefer Vim over Emacs")]
+    only_vim = [dataclasses.replace(s, replaced=False) for s in vim] or [Shown("I prefer Vim")]
     alone = dataclasses.replace(second, stale_checks=[dataclasses.replace(check, shown=only_vim)])
     assert stale_shown(editor.dialog, [first, alone]) == Ratio(1, 1)
 
