@@ -7,9 +7,10 @@ before the user's words ("Who helps you on the farm? wife nuala does ..."). Only
 
 - the rules found nothing in the message;
 - the question is the last sentence of the assistant's message, and not an offer ("Want me to
-  ...?", "要不要我..."), not about the work at hand ("What does the error say?": its answer is
-  the state of the moment), not about a password, code or key (its answer may be a secret that
-  no label marks);
+  ...?", "要不要我..."), not a suggestion ("Maybe take a break outside?"), not about the work at
+  hand ("What does the error say?": its answer is the state of the moment) or about this moment
+  ("今天有什么安排？": small talk), not about a password, code or key (its answer may be a secret
+  that no label marks);
 - the answer, without its questions and requests, names a detail or has words enough to hold
   one, and is not small talk, a passing moment, a supposition, a hedge, a report of progress,
   pasted code, a bare no, not decided yet, or only a secret.
@@ -133,6 +134,8 @@ def asked(assistant_text: str) -> str | None:
         or _OFFER.match(last)
         or _ABOUT_THE_TASK.search(last)
         or _ASKS_FOR_SECRET.search(last)
+        or is_ephemeral(last)
+        or is_hypothetical(last)
     ):
         return None
     return redact(last).text

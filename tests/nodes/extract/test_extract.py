@@ -418,10 +418,39 @@ def test_an_answer_to_the_assistants_question_is_kept_with_the_question(question
         ("回程呢？", "回程还没想好 先放着"),  # not decided
         ("那要不先写周报？", "周报五分钟的事 敷衍一下"),  # a suggestion, not a question about the user
         ("How is it going?", "I think it's fine, maybe 20 done"),  # hedged
+        # small talk: a question about this moment, a suggestion
+        ("今天有什么安排？", "刚起 外面雾霾好重 下午去公司"),
+        ("Any plans for tonight?", "pizza and the new season of severance with my flatmate"),
+        ("Maybe take a break outside?", "grabbed a stroopwafel and an iced coffee, back at it"),
+        ("也许出去走走？", "楼下便利店买了个饭团 继续写"),
     ],
 )
 def test_no_memory_from_an_answer_that_says_nothing_lasting(question, answer):
     assert _answer(question, answer) == []
+
+
+ORDINARY_ANSWERS = [
+    ("Who helps you on the farm?", "wife nuala does the books. young lad cian 14 helps evenings"),
+    ("儿子多大了？", "十四了 上初二"),
+    ("Still saving for the GPU?", "scratch the gpu, getting a steam deck instead. need 550 got 320"),
+    ("还住宿舍吗？", "没 跟室友在街道口合租了个单间 一个月1200"),
+    ("What do you grow?", "tomatoes and 3 kinds of basil"),
+    ("Where do you work these days?", "at a bakery in leith, early shifts mostly"),
+    ("Do you have any pets?", "two cats, miso and tofu, both rescues"),
+    ("What's your daughter studying?", "nursing at napier, second year"),
+    ("周末一般干嘛？", "带娃去公园 晚上在家打羽毛球"),
+    ("你老家是哪的？", "湖南岳阳 每年过年回去"),
+    ("How long have you been climbing?", "about 3 years, mostly bouldering at the depot"),
+    ("你做什么工作的？", "在银行做风控 干了五年了"),
+]
+"""Answers to ordinary questions about the user: each keeps its memory whatever rule is added
+that removes small talk."""
+
+
+@pytest.mark.parametrize(("question", "answer"), ORDINARY_ANSWERS)
+def test_an_ordinary_answer_about_the_user_is_kept(question, answer):
+    [(_, content)] = _answer(question, answer)
+    assert content.startswith(question)
 
 
 @pytest.mark.parametrize(
