@@ -64,6 +64,7 @@ from langgraph.types import Overwrite
 from engram.nodes.episodes import episode_ops
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.events import announce_pending, announce_writes
+from engram.nodes.extract.grounding import UngroundedMemory, split_grounded
 from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, extraction_for, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
@@ -357,9 +358,11 @@ class Consolidator:
         written: _Written,
     ) -> list[MemoryCandidate] | None:
         """The window's candidates; when the memory model fails on it, the offline rules'
-        (recorded in `written`). None when an offline extractor failed: the window is skipped."""
+        (recorded in `written`). None when an offline extractor failed: the window is skipped.
+        A memory the model wrote that does not rest on the user's words is dropped and recorded
+        as an `ungrounded` failure (`engram.nodes.extract.grounding`)."""
         try:
-            return await extract.aextract(window, context=context)
+            candidates = await extract.aextract(window, context=context)
         except RECOVERABLE_ERRORS as exc:
             written.failures.append(record_failure("extract", exc))
             if extract.mode != "llm":
@@ -367,6 +370,11 @@ class Consolidator:
             candidates = await self._fallback.aextract(window, context=context)
             written.fallback_windows += 1
             return candidates
+        kept, dropped = split_grounded(candidates, [*context, *window])
+        written.failures.extend(
+            record_failure("ungrounded", UngroundedMemory(c.content)) for c in dropped
+        )
+        return kept
 
     async def _write_window(
         self,

@@ -192,6 +192,7 @@ def suite_metrics(runs: Sequence[DialogRun]) -> dict[str, Any]:
     samples = [sample for run in runs for sample in run.latencies]
     failures = [f for run in runs for f in run.failures]
     out["memory_model_fallbacks"] = sum(f["stage"] in MODEL_STAGES for f in failures)
+    out["ungrounded_memories"] = sum(f["stage"] == "ungrounded" for f in failures)
     out["recall_timeouts"] = sum(
         f["stage"] == "recall" and f["error"].startswith("TimeoutError") for f in failures
     )

@@ -254,6 +254,7 @@ class LLMExtractor:
             MemoryCandidate(
                 content=m.content, category=m.category, importance=m.importance,
                 key=_checked_key(m.key, m.category), confidence=LLM_CONFIDENCE,
+                written_by_model=True,
             )
             for m in result.memories
             if content_problem(m.content) is None  # empty, punctuation only or too long: skipped

@@ -211,6 +211,9 @@ class MemoryCandidate(BaseModel):
     from "scratch the ingress-nginx idea", `engram.nodes.extract.retired`): the current memory
     that matches it best is superseded by this one (the write policy's stated-change step,
     `engram.stores.memory.write.policy.upsert_steps`)."""
+    written_by_model: bool = False
+    """The memory model wrote its words (`engram.nodes.extract.llm.LLMExtractor`): `consolidate`
+    keeps it only when it rests on the user's messages (`engram.nodes.extract.grounding`)."""
     update_only: bool = False
     """Written only as the update of a similar current memory: the one its `replaces` names
     (the stated-change step), or the one the merge decider says it replaces; it then takes that

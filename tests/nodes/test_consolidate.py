@@ -326,3 +326,23 @@ def test_a_session_end_archives_every_message_still_in_the_thread(incognito) -> 
         ),  # n-gram test embeddings
     )
     assert later["built_context"]["episode_ids"]
+
+
+async def test_a_memory_the_model_wrote_from_nothing_the_user_said_is_dropped_and_recorded():
+    said = {"memories": [
+        {"category": "preference", "content": "The user prefers dark mode", "importance": 0.9},
+        {"category": "preference", "content": "Este é o que você gostaria de salvar", "importance": 0.9},
+        {"category": "goal", "content": "The user will visit the Louvre and Sainte-Chapelle", "importance": 0.8},
+    ]}
+    model = StructuredFakeChatModel(structured_responses=[said])
+    graph, store = build(memory_model=model)
+    messages = dialog(("i like dark themes when coding. in paris for 3 days next week",
+                       "Dark mode it is. In Paris, see the Louvre and Sainte-Chapelle."))
+    state, events = await run(graph, {"messages": messages, "end_session": True})
+    assert [m.content for m in LongTermMemory(store).list(USER)] == ["The user prefers dark mode"]
+    dropped = [f for f in state["failures"] if f["stage"] == "ungrounded"]
+    assert [f["error"] for f in dropped] == [
+        "UngroundedMemory: Este é o que você gostaria de salvar",
+        "UngroundedMemory: The user will visit the Louvre and Sainte-Chapelle",
+    ]
+    assert [e["event"] for e in events] == ["memory.created"]
