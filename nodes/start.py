@@ -501,7 +501,7 @@ async def recall(
             k = ctx.recall.k_first_turn if first_turn else ctx.recall.k
             if ctx.recall.k > 0 and k > 0:  # recall_k=0 turns memories off everywhere
                 # the access statistics are written at the end of the turn (`consolidate`)
-                memories = await ltm.arecall(ctx.user_id, query, k=k)
+                memories = await ltm.arecall_for_turn(ctx.user_id, query, k=k)
             k = ctx.recall.episodes_first_turn if first_turn else ctx.recall.episodes
             k = k if ctx.recall.episodes > 0 else 0  # 0 turns archived messages off everywhere
             if k > 0:

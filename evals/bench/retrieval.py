@@ -166,7 +166,7 @@ def latency(memories: int, queries: int, console: Console) -> None:
         ltm = LongTermMemory(store)
         flt = {"current": True, "forgotten": False}
         rows.append(("recall, k=5 (LongTermMemory.search as start runs it: touch=False)",
-                     _timed(lambda n: ltm.recall("bench", questions[n], k=5), queries)))
+                     _timed(lambda n: ltm.recall_for_turn("bench", questions[n], k=5), queries)))
         rows.append(("  the hybrid search op in it (15 candidates, depth 50)", _timed(
             lambda n: store.batch([HybridSearchOp(namespace, questions[n], flt, 15)]), queries)))
         rows.append(("access update of 5 memories (consolidate, after the reply)", _timed(

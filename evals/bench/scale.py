@@ -176,7 +176,7 @@ def measure(where: str, server: bool) -> dict[str, Any]:
     recalls = []
     for _ in range(QUERIES):
         started = time.perf_counter()
-        ltm.recall(MEASURED_USER, rng.choice(corpus), k=5)
+        ltm.recall_for_turn(MEASURED_USER, rng.choice(corpus), k=5)
         recalls.append(time.perf_counter() - started)
     figures["recall p50"] = statistics.median(recalls)
     figures["recall p95"] = sorted(recalls)[int(0.95 * (len(recalls) - 1))]

@@ -212,15 +212,15 @@ class LongTermMemory:
             ),
         )
 
-    async def arecall(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
+    async def arecall_for_turn(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
         """What a turn's context shows for `query`: the `k` best memories by the "recall"
         ranking, among current and replaced ones, each replaced one shown as the history of its
         current version (`engram.stores.memory.history.current_versions_steps`). Not touched:
         a turn counts its recalls when it ends."""
         return await arun_steps(self.store, self._recall(user_id, query, k))
 
-    def recall(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
-        """Sync `arecall`."""
+    def recall_for_turn(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
+        """Sync `arecall_for_turn`."""
         return run_steps(self.store, self._recall(user_id, query, k))
 
     async def asearch_episodes(

@@ -106,3 +106,15 @@ async def test_the_messages_a_replaced_memory_came_from_are_marked_changed(
     assert "- user: btw I live in Lisbon, near the river (changed since)" in block
     assert "Lisbon by the river sounds lovely (changed since)" in block
     assert "- user: my cat Miso hates the river\n" in block + "\n"  # not from a replaced memory
+
+
+def test_the_sync_and_async_turn_recall_agree(store: BaseStore) -> None:
+    import asyncio
+
+    lisbon = _say(store, "I live in Lisbon", "2026-01-05", "m1")
+    porto = _say(store, "I moved to Porto", "2026-03-01", "m2")
+    ltm = LongTermMemory(store)
+    sync = ltm.recall_for_turn(USER, "I live in Lisbon")
+    both = asyncio.run(ltm.arecall_for_turn(USER, "I live in Lisbon"))
+    for found in (sync, both):
+        assert [(s.memory.id, [m.id for m in s.earlier]) for s in found] == [(porto.id, [lisbon.id])]
