@@ -66,6 +66,7 @@ from engram.nodes.text.transcript import stamp_messages
 from engram.nodes.work.background import MemoryWork, applied_state, merge_updates
 from engram.stores.memory.long_term import LongTermMemory
 from engram.stores.memory.types import ScoredMemory
+from engram.stores.steps import arun_steps, together
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -491,27 +492,28 @@ async def recall(
     later ones find ready (the embedder, the vector and lexical indexes, the code of the
     search), which is start-up, not a slow store.
     """
-    memories: list[ScoredMemory] = []
-    episodes: list[SearchItem] = []
     ltm = LongTermMemory(store)
+    recall = ctx.recall
+    k = recall.k_first_turn if first_turn else recall.k
+    k = k if recall.k > 0 else 0  # recall.k=0 turns memories off everywhere
+    k_episodes = recall.episodes_first_turn if first_turn else recall.episodes
+    k_episodes = k_episodes if recall.episodes > 0 else 0  # 0: archived messages off everywhere
+    both = together(  # one store call per round for both
+        # the access statistics are written at the end of the turn (`consolidate`)
+        ltm.recall_steps(ctx.user_id, query, k),
+        ltm.episode_steps(
+            ctx.user_id, query, k_episodes,
+            recall.episode_min_similarity,
+            recall.episode_min_relevance,
+            recall.reply_min_relevance,
+            recall.replies_first_turn if first_turn else recall.replies,
+        ),
+    )
     first = store not in _RECALLED_FROM
-    seconds = FIRST_RECALL_TIMEOUT_S if first else ctx.recall.timeout_ms / 1000
+    seconds = FIRST_RECALL_TIMEOUT_S if first else recall.timeout_ms / 1000
     try:
         async with asyncio.timeout(seconds):
-            k = ctx.recall.k_first_turn if first_turn else ctx.recall.k
-            if ctx.recall.k > 0 and k > 0:  # recall_k=0 turns memories off everywhere
-                # the access statistics are written at the end of the turn (`consolidate`)
-                memories = await ltm.arecall_for_turn(ctx.user_id, query, k=k)
-            k = ctx.recall.episodes_first_turn if first_turn else ctx.recall.episodes
-            k = k if ctx.recall.episodes > 0 else 0  # 0 turns archived messages off everywhere
-            if k > 0:
-                episodes = await ltm.asearch_episodes(
-                    ctx.user_id, query, k=k,
-                    min_similarity=ctx.recall.episode_min_similarity,
-                    min_relevance=ctx.recall.episode_min_relevance,
-                    reply_min_relevance=ctx.recall.reply_min_relevance,
-                    max_replies=ctx.recall.replies_first_turn if first_turn else ctx.recall.replies,
-                )
+            memories, episodes = await arun_steps(store, both)
     except TimeoutError:
         raise TimeoutError(f"no answer within {seconds * 1000:.0f} ms") from None
     if first:

@@ -69,6 +69,43 @@ async def arun_steps(
         return done.value
 
 
+def together(*steps: Steps[Any]) -> Steps[tuple[Any, ...]]:
+    """Several steps as one: each round's operations of all of them go in one batch (one call
+    to the store instead of one each); returns their values in order.
+
+    Example:
+        >>> from langgraph.store.base import GetOp, PutOp
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> def read(key):
+        ...     (item,) = yield [GetOp(("n",), key)]
+        ...     return item and item.value
+        >>> store = InMemoryStore()
+        >>> store.put(("n",), "a", {"x": 1})
+        >>> run_steps(store, together(read("a"), read("b")))
+        ({'x': 1}, None)
+    """
+    done: dict[int, Any] = {}
+    requests: dict[int, list[Op]] = {}
+    for n, step in enumerate(steps):
+        try:
+            requests[n] = next(step)
+        except StopIteration as finished:
+            done[n] = finished.value
+    while requests:
+        batch = [op for n in sorted(requests) for op in requests[n]]
+        results = yield batch
+        start = 0
+        for n in sorted(requests):
+            count = len(requests[n])
+            mine, start = results[start : start + count], start + count
+            try:
+                requests[n] = steps[n].send(mine)
+            except StopIteration as finished:
+                done[n] = finished.value
+                del requests[n]
+    return tuple(done[n] for n in range(len(steps)))
+
+
 def holds_across_processes(store: BaseStore) -> bool:
     """Whether `store` can hold several calls at once against other processes
     (`ChromaStore.exclusive` on an embedded folder)."""

@@ -217,11 +217,11 @@ class LongTermMemory:
         ranking, among current and replaced ones, each replaced one shown as the history of its
         current version (`engram.stores.memory.history.current_versions_steps`). Not touched:
         a turn counts its recalls when it ends."""
-        return await arun_steps(self.store, self._recall(user_id, query, k))
+        return await arun_steps(self.store, self.recall_steps(user_id, query, k))
 
     def recall_for_turn(self, user_id: str, query: str, k: int = 5) -> list[ScoredMemory]:
         """Sync `arecall_for_turn`."""
-        return run_steps(self.store, self._recall(user_id, query, k))
+        return run_steps(self.store, self.recall_steps(user_id, query, k))
 
     async def asearch_episodes(
         self,
@@ -242,7 +242,7 @@ class LongTermMemory:
         most `max_replies` of them are returned when given."""
         return await arun_steps(
             self.store,
-            self._search_episodes(
+            self.episode_steps(
                 user_id, query, k, min_similarity, min_relevance, reply_min_relevance, max_replies
             ),
         )
@@ -261,7 +261,7 @@ class LongTermMemory:
         """Sync `asearch_episodes`."""
         return run_steps(
             self.store,
-            self._search_episodes(
+            self.episode_steps(
                 user_id, query, k, min_similarity, min_relevance, reply_min_relevance, max_replies
             ),
         )
@@ -445,7 +445,8 @@ class LongTermMemory:
             ranking=ranking,
         )
 
-    def _recall(self, user_id: str, query: str, k: int) -> Steps[list[ScoredMemory]]:
+    def recall_steps(self, user_id: str, query: str, k: int) -> Steps[list[ScoredMemory]]:
+        """The steps of `arecall_for_turn` (to run with others: `engram.stores.steps.together`)."""
         matched = yield from self._search(
             user_id, query, k, None, include_superseded=True, include_forgotten=False,
             touch=False, ranking="recall",
@@ -456,7 +457,7 @@ class LongTermMemory:
         touched = yield from touch_steps(self.namespace(user_id), memory_ids, now=self.clock())
         return list(touched.values())
 
-    def _search_episodes(
+    def episode_steps(
         self,
         user_id: str,
         query: str,
@@ -466,6 +467,7 @@ class LongTermMemory:
         reply_min_relevance: float | None,
         max_replies: int | None,
     ) -> Steps[list[SearchItem]]:
+        """The steps of `asearch_episodes` (to run with others: `engram.stores.steps.together`)."""
         return episode_search_steps(
             self.episode_namespace(user_id),
             valid_unicode(query),
