@@ -64,7 +64,7 @@ from langgraph.types import Overwrite
 from engram.nodes.episodes import episode_ops
 from engram.nodes.events import QUIET_ACTIONS as _QUIET
 from engram.nodes.events import announce_pending, announce_writes
-from engram.nodes.extract.grounding import UngroundedMemory, split_grounded
+from engram.nodes.extract.grounding import split_grounded
 from engram.nodes.extract.llm import MAX_MEMORIES, Extractor, extraction_for, make_extractor
 from engram.nodes.extract.rules import RuleExtractor
 from engram.nodes.failures import RECOVERABLE_ERRORS, record_failure
@@ -79,6 +79,7 @@ from engram.stores.memory.pending import PendingMemories, PendingMemory
 from engram.stores.memory.types import MemoryCandidate
 from engram.stores.memory.users import register_thread_op
 from engram.stores.memory.write.decision import MergeDecider
+from engram.stores.secrets import redact
 
 if TYPE_CHECKING:
     from engram.nodes.context import Context
@@ -371,9 +372,11 @@ class Consolidator:
             written.fallback_windows += 1
             return candidates
         kept, dropped = split_grounded(candidates, [*context, *window])
-        written.failures.extend(
-            record_failure("ungrounded", UngroundedMemory(c.content)) for c in dropped
-        )
+        if dropped:
+            logger.info("dropped %d memories the model wrote from nothing the user said", len(dropped))
+            written.failures.extend(
+                {"stage": "ungrounded", "error": redact(c.content).text} for c in dropped
+            )
         return kept
 
     async def _write_window(

@@ -31,6 +31,7 @@ from engram.nodes.prompts import (
     OTHER_MEMORY_HEADING,
 )
 from engram.nodes.text.escape import escape_recalled
+from engram.stores.lexical.index import lexical_terms
 from engram.stores.memory.procedures import (
     PROCEDURE_PREFIX,
     is_procedure,
@@ -92,8 +93,9 @@ def mark_changed(
     episodes: Sequence[SearchItem], memories: Sequence[ScoredMemory]
 ) -> list[SearchItem]:
     """`episodes`, each message that a replaced memory came from (a memory in some recalled
-    memory's `earlier`) marked as changed since, and each reply to such a message (or to one
-    holding a replaced memory's words): the block says so (`CHANGED`).
+    memory's `earlier`) and that shares a term with it marked as changed since, and each reply
+    to such a message (or to one holding a replaced memory's words): the block says so
+    (`CHANGED`).
 
     Example:
         >>> from datetime import datetime
@@ -110,20 +112,25 @@ def mark_changed(
         ['[5 January 2026]', '- user: I live in Lisbon (changed since)']
     """
     earlier = [m for s in memories for m in s.earlier]
-    replaced = {i for m in earlier for i in m.source_message_ids}
-    if not replaced:
+    if not earlier:
         return list(episodes)
-    changed = {
-        _words(_parts(e.value)[1].partition(": ")[2])
-        for e in episodes
-        if e.value.get("role", "user") == "user"
-        and replaced.intersection(e.value.get("message_ids", ()))
-    }
+
+    def from_replaced(episode: SearchItem) -> bool:
+        """Said by the user, a source of a replaced memory, and about what it says (a model's
+        memory lists every message of its window as a source)."""
+        ids = set(episode.value.get("message_ids", ()))
+        terms = set(lexical_terms(_parts(episode.value)[1].partition(": ")[2]))
+        return episode.value.get("role", "user") == "user" and any(
+            ids.intersection(m.source_message_ids) and terms & set(lexical_terms(m.content))
+            for m in earlier
+        )
+
+    changed = {_words(_parts(e.value)[1].partition(": ")[2]) for e in episodes if from_replaced(e)}
     said = [f" {_words(m.content)} " for m in earlier]
 
     def is_changed(episode: SearchItem) -> bool:
         if episode.value.get("role", "user") == "user":
-            return bool(replaced.intersection(episode.value.get("message_ids", ())))
+            return from_replaced(episode)
         question = _words((_question(episode.value) or "").partition(": ")[2])
         return bool(question) and (
             question in changed or any(text in f" {question} " for text in said)

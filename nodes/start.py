@@ -37,7 +37,7 @@ import asyncio
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from typing import TYPE_CHECKING, Any
 
@@ -493,24 +493,24 @@ async def recall(
     search), which is start-up, not a slow store.
     """
     ltm = LongTermMemory(store)
-    recall = ctx.recall
-    k = recall.k_first_turn if first_turn else recall.k
-    k = k if recall.k > 0 else 0  # recall.k=0 turns memories off everywhere
-    k_episodes = recall.episodes_first_turn if first_turn else recall.episodes
-    k_episodes = k_episodes if recall.episodes > 0 else 0  # 0: archived messages off everywhere
+    settings = ctx.recall
+    k = settings.k_first_turn if first_turn else settings.k
+    k = k if settings.k > 0 else 0  # recall.k=0 turns memories off everywhere
+    k_episodes = settings.episodes_first_turn if first_turn else settings.episodes
+    k_episodes = k_episodes if settings.episodes > 0 else 0  # 0: archived messages off everywhere
     both = together(  # one store call per round for both
         # the access statistics are written at the end of the turn (`consolidate`)
         ltm.recall_steps(ctx.user_id, query, k),
         ltm.episode_steps(
             ctx.user_id, query, k_episodes,
-            recall.episode_min_similarity,
-            recall.episode_min_relevance,
-            recall.reply_min_relevance,
-            recall.replies_first_turn if first_turn else recall.replies,
+            settings.episode_min_similarity,
+            settings.episode_min_relevance,
+            settings.reply_min_relevance,
+            settings.replies_first_turn if first_turn else settings.replies,
         ),
     )
     first = store not in _RECALLED_FROM
-    seconds = FIRST_RECALL_TIMEOUT_S if first else recall.timeout_ms / 1000
+    seconds = FIRST_RECALL_TIMEOUT_S if first else settings.timeout_ms / 1000
     try:
         async with asyncio.timeout(seconds):
             memories, episodes = await arun_steps(store, both)
@@ -536,19 +536,24 @@ def fit_recall(
     """What of the recall fits in `limit` tokens (its memories, episodes, block and the block's
     tokens): one ranked list, the best memory, the best
     episode, the second memory, the second episode..., each taken only if the block still fits
-    (so a tight budget keeps the best of both kinds, not five memories and no episode)."""
+    (so a tight budget keeps the best of both kinds, not five memories and no episode). A
+    memory whose history (`ScoredMemory.earlier`) does not fit goes in without it."""
     used: list[ScoredMemory] = []
     used_episodes: list[SearchItem] = []
     block, tokens = "", 0
     for entry in _interleaved(memories, episodes):
         if isinstance(entry, SearchItem):
-            trial_memories, trial_episodes = used, [*used_episodes, entry]
-        else:
-            trial_memories, trial_episodes = [*used, entry], used_episodes
-        candidate = render_memory_block(trial_memories, trial_episodes)
-        cost = counter.count_text(candidate) + _JOIN_TOKENS
-        if cost <= limit:
-            used, used_episodes, block, tokens = trial_memories, trial_episodes, candidate, cost
+            trials = [(used, [*used_episodes, entry])]
+        else:  # a memory with its history, else without it
+            trials = [([*used, entry], used_episodes)]
+            if entry.earlier:
+                trials.append(([*used, replace(entry, earlier=())], used_episodes))
+        for trial_memories, trial_episodes in trials:
+            candidate = render_memory_block(trial_memories, trial_episodes)
+            cost = counter.count_text(candidate) + _JOIN_TOKENS
+            if cost <= limit:
+                used, used_episodes, block, tokens = trial_memories, trial_episodes, candidate, cost
+                break
     return used, used_episodes, block, tokens
 
 

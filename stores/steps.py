@@ -86,23 +86,34 @@ def together(*steps: Steps[Any]) -> Steps[tuple[Any, ...]]:
     """
     done: dict[int, Any] = {}
     requests: dict[int, list[Op]] = {}
-    for n, step in enumerate(steps):
+
+    def advance(n: int, results: list[Result] | None) -> None:
         try:
-            requests[n] = next(step)
+            request = next(steps[n]) if results is None else steps[n].send(results)
         except StopIteration as finished:
             done[n] = finished.value
-    while requests:
-        batch = [op for n in sorted(requests) for op in requests[n]]
-        results = yield batch
-        start = 0
-        for n in sorted(requests):
-            count = len(requests[n])
-            mine, start = results[start : start + count], start + count
-            try:
-                requests[n] = steps[n].send(mine)
-            except StopIteration as finished:
-                done[n] = finished.value
-                del requests[n]
+            requests.pop(n, None)
+            return
+        if not isinstance(request, list):
+            raise TypeError(f"together runs store steps only; a step asked {type(request).__name__}")
+        requests[n] = request
+
+    try:
+        for n in range(len(steps)):
+            advance(n, None)
+        while requests:
+            asked = sorted(requests)
+            results = yield [op for n in asked for op in requests[n]]
+            if len(results) != sum(len(requests[n]) for n in asked):
+                raise ValueError("the store answered a batch with the wrong number of results")
+            start = 0
+            for n in asked:
+                count = len(requests[n])
+                advance(n, results[start : start + count])
+                start += count
+    finally:
+        for step in steps:
+            step.close()
     return tuple(done[n] for n in range(len(steps)))
 
 

@@ -165,7 +165,7 @@ def latency(memories: int, queries: int, console: Console) -> None:
         first_turn, second_turn = _first_turns(store, questions[:2])
         ltm = LongTermMemory(store)
         flt = {"current": True, "forgotten": False}
-        rows.append(("recall, k=5 (LongTermMemory.search as start runs it: touch=False)",
+        rows.append(("recall, k=5 (LongTermMemory.recall_for_turn, as start runs it)",
                      _timed(lambda n: ltm.recall_for_turn("bench", questions[n], k=5), queries)))
         rows.append(("  the hybrid search op in it (15 candidates, depth 50)", _timed(
             lambda n: store.batch([HybridSearchOp(namespace, questions[n], flt, 15)]), queries)))

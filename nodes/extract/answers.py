@@ -7,10 +7,11 @@ before the user's words ("Who helps you on the farm? wife nuala does ..."). Only
 
 - the rules found nothing in the message;
 - the question is the last sentence of the assistant's message, and not an offer ("Want me to
-  ...?", "要不要我..."), not a suggestion ("Maybe take a break outside?"), not about the work at
-  hand ("What does the error say?": its answer is the state of the moment) or about this moment
-  ("今天有什么安排？": small talk), not about a password, code or key (its answer may be a secret
-  that no label marks);
+  ...?", "要不要我..."), not about the work at hand ("What does the error say?": its answer is
+  the state of the moment), not a suggestion or about this moment without asking the user
+  ("Maybe take a break outside?", "今天有什么安排？": small talk; "Are you still in Berlin right
+  now?" asks), not about a password, code or key (its answer may be a secret that no label
+  marks);
 - the answer, without its questions and requests, names a detail or has words enough to hold
   one, and is not small talk, a passing moment, a supposition, a hedge, a report of progress,
   pasted code, a bare no, not decided yet, or only a secret.
@@ -68,6 +69,9 @@ _ASKS_FOR_SECRET = re.compile(
     re.IGNORECASE,
 )
 """A question whose answer may be a secret no label marks ("What's the wifi password?" - "hunter2")."""
+_ADDRESSED = re.compile(r"\byou(?:r|rs|'re|'ve|'d|'ll)?\b|你|您", re.IGNORECASE)
+"""A question put to the user ("Are you still in Berlin right now?"), not only about the moment
+("Any plans for tonight?") or a suggestion ("Maybe take a break outside?")."""
 _BARE_NO = re.compile(
     r"^(?:no|nope|nah|not (?:yet|really|sure)|none|never|dunno|idk|没有?|不是|还没|不知道|没想好|不)"
     r"[\W_]*$",
@@ -134,8 +138,7 @@ def asked(assistant_text: str) -> str | None:
         or _OFFER.match(last)
         or _ABOUT_THE_TASK.search(last)
         or _ASKS_FOR_SECRET.search(last)
-        or is_ephemeral(last)
-        or is_hypothetical(last)
+        or (not _ADDRESSED.search(last) and (is_ephemeral(last) or is_hypothetical(last)))
     ):
         return None
     return redact(last).text

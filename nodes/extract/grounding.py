@@ -11,13 +11,17 @@ skill may come from the assistant once the user confirms that it worked (the ext
 says so), so for those any message of the conversation counts. The frame every written memory
 has ("The user ...", "用户...") is not a shared term.
 
-`consolidate` drops a model-written candidate that is not grounded and records it as an
-`ungrounded` failure (`engram eval` counts them); the rules' candidates are the user's words and
-are not checked.
+`consolidate` drops a model-written candidate that is not grounded and records it in
+`state["failures"]` (stage `ungrounded`, with its text; `engram eval` counts them); the rules'
+candidates are the user's words and are not checked. The measure is lexical: a paraphrase that
+shares no word with what the user typed ("The user is vegetarian" for "i don't eat meat",
+"用户偏好深色主题" for "我喜欢暗色模式") is dropped too, and the rules' own candidate for that
+message, which `WritingExtractor` adds, is what remains of it.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -26,15 +30,11 @@ from engram.nodes.text.tokens import message_text
 from engram.stores.lexical.index import lexical_terms
 from engram.stores.memory.types import MemoryCandidate
 
-FRAME_TERMS = frozenset({"user", "用户", "户的", "用户的"})
+FRAME_TERMS = frozenset({"user", "用户"})
 """Terms of the frame every written memory has ("The user prefers ...", "用户喜欢..."): not
 evidence."""
 FROM_ANYONE = frozenset({"lesson", "skill"})
 """Categories a memory may take from the assistant's words once the user confirmed them."""
-
-
-class UngroundedMemory(ValueError):
-    """A memory the model wrote that does not rest on the user's words (its text)."""
 
 
 def grounded(candidate: MemoryCandidate, messages: Iterable[BaseMessage]) -> bool:
@@ -57,9 +57,9 @@ def grounded(candidate: MemoryCandidate, messages: Iterable[BaseMessage]) -> boo
     others: set[str] = set()
     for message in messages:
         (user if isinstance(message, HumanMessage) else others).update(
-            lexical_terms(message_text(message))
+            _terms(message_text(message))
         )
-    terms = set(lexical_terms(candidate.content)) - FRAME_TERMS
+    terms = _terms(candidate.content) - FRAME_TERMS
     if not terms:
         return True  # nothing to weigh: the write policy judges its words
     if candidate.category in FROM_ANYONE:
@@ -67,6 +67,12 @@ def grounded(candidate: MemoryCandidate, messages: Iterable[BaseMessage]) -> boo
     by_user = len(terms & user)
     by_others_only = len(terms & (others - user))
     return by_user > 0 and by_user >= by_others_only
+
+
+def _terms(text: str) -> set[str]:
+    """`lexical_terms` of `text` without accents ("Zoë" and "Zoe", "München" and "Munchen")."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return set(lexical_terms("".join(c for c in decomposed if not unicodedata.combining(c))))
 
 
 def split_grounded(

@@ -252,7 +252,10 @@ class MaintenanceRun:
         for memory_id, new_id in sources.items():
             old = self.active.pop(memory_id)
             self.entries[old.id] = self._entry(old).model_copy(update={"compressed_into": new_id})
-            self._change(old, valid_until=self.stamp, superseded_by=new_id, updated_at=self.stamp)
+            self._change(
+                old, valid_until=self.stamp, superseded_by=new_id, replaced_as="compressed",
+                updated_at=self.stamp,
+            )
         for new in created:
             self.active[new.id] = new
             self.changed[new.id] = new

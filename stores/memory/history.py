@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from langgraph.store.base import GetOp
 
@@ -28,7 +29,10 @@ from engram.stores.memory.types import Memory, ScoredMemory, normalize_text, par
 from engram.stores.steps import Steps
 
 MAX_HOPS = 8
-"""How many replacements `current_versions_steps` follows from a matched memory."""
+"""Rounds of reads `current_versions_steps` makes to follow replacements: a matched memory
+replaced more times than this (and whose current version did not match) is left out."""
+MAX_EARLIER = 2
+"""Replaced values shown under a current memory at most (the latest)."""
 
 
 def version_history(memory: Memory, memories: Iterable[Memory]) -> list[Memory]:
@@ -61,14 +65,17 @@ def _newer(memory: Memory, by_id: dict[str, Memory]) -> list[Memory]:
 
 
 def current_versions_steps(
-    namespace: tuple[str, ...], ranked: Sequence[ScoredMemory]
+    namespace: tuple[str, ...], ranked: Sequence[ScoredMemory], k: int
 ) -> Steps[list[ScoredMemory]]:
-    """`ranked` with each replaced memory (`superseded_by`) folded into the current version of
-    it: that version takes the replaced one's place (or keeps its own, if higher) and carries it
-    in `earlier`, oldest first. A replaced memory whose current version was forgotten or deleted
-    is left out: the person retired the change. Of a replaced memory whose untouched clauses were
-    kept as a memory of their own (`kept_as`), `earlier` shows only the clauses the change
-    replaced.
+    """The `k` best of `ranked` with each replaced memory (`superseded_by`) folded into the
+    current version of it: that version takes the replaced one's place (or keeps its own, if
+    higher). A memory a later statement changed (`replaced_as` "changed") is that version's
+    history, in its `earlier` (at most `MAX_EARLIER`, the latest, oldest first); one the person
+    edited or maintenance compressed is not: the current version alone stands for it. A
+    replaced memory whose current version was forgotten or deleted, or is out of reach, is left
+    out, and so is a memory retired with nothing replacing it. Of a memory whose untouched
+    clauses were kept as a memory of their own (`kept_as`), `earlier` shows only the clauses the
+    change replaced.
 
     Example:
         >>> from langgraph.store.memory import InMemoryStore
@@ -82,11 +89,11 @@ def current_versions_steps(
         >>> store.batch([memory_put(("memories", "u"), m) for m in (lisbon, porto)])
         [None, None]
         >>> found = run_steps(store, current_versions_steps(
-        ...     ("memories", "u"), [ScoredMemory(lisbon, 0.9, 0.9, 1.0)]))
+        ...     ("memories", "u"), [ScoredMemory(lisbon, 0.9, 0.9, 1.0)], k=5))
         >>> [(s.memory.content, [e.content for e in s.earlier]) for s in found]
         [('I moved to Porto', ['I live in Lisbon'])]
     """
-    known = {s.memory.id: s.memory for s in ranked}
+    known: dict[str, Memory | None] = {s.memory.id: s.memory for s in ranked}
     wanted = {i for s in ranked for i in (s.memory.superseded_by, s.memory.kept_as) if i}
     for _ in range(MAX_HOPS):
         missing = sorted(wanted - known.keys())
@@ -103,16 +110,16 @@ def current_versions_steps(
         if current is None:
             continue
         shown = order.get(current.id) or replace(scored, memory=current, earlier=())
-        if scored.memory.id != current.id:
+        if scored.memory.id != current.id and scored.memory.replaced_as in (None, "changed"):
             older = _replaced_part(scored.memory, known)
-            shown = replace(shown, earlier=_by_date([*shown.earlier, older]))
+            shown = replace(shown, earlier=_by_date([*shown.earlier, older])[-MAX_EARLIER:])
         order[current.id] = shown
-    return list(order.values())
+    return list(order.values())[:k]
 
 
 def _current(memory: Memory, known: dict[str, Memory | None]) -> Memory | None:
-    """The end of `memory`'s chain of replacements, or None when it was forgotten, deleted or
-    not reached."""
+    """The end of `memory`'s chain of replacements when it is current; None when it was
+    forgotten, deleted, retired with nothing replacing it, or not reached."""
     seen: set[str] = set()
     while memory.superseded_by and memory.id not in seen:
         seen.add(memory.id)
@@ -120,7 +127,7 @@ def _current(memory: Memory, known: dict[str, Memory | None]) -> Memory | None:
         if newer is None:
             return None
         memory = newer
-    return None if memory.forgotten or memory.superseded_by else memory
+    return memory if memory.current and not memory.forgotten else None
 
 
 def _replaced_part(memory: Memory, known: dict[str, Memory | None]) -> Memory:
@@ -134,5 +141,13 @@ def _replaced_part(memory: Memory, known: dict[str, Memory | None]) -> Memory:
 
 
 def _by_date(memories: Iterable[Memory]) -> tuple[Memory, ...]:
+    """Oldest first; a memory whose date cannot be read counts as the oldest."""
     unique = {m.id: m for m in memories}
-    return tuple(sorted(unique.values(), key=lambda m: parse_time(m.valid_from)))
+
+    def said(memory: Memory) -> datetime:
+        try:
+            return parse_time(memory.valid_from)
+        except (TypeError, ValueError):
+            return datetime.min.replace(tzinfo=UTC)
+
+    return tuple(sorted(unique.values(), key=said))

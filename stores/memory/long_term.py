@@ -25,7 +25,7 @@ from langgraph.store.base import BaseStore, SearchItem
 
 from engram.stores.lexical.fusion import DEFAULT_LEXICAL_WEIGHT, FusionMethod
 from engram.stores.lexical.hybrid import supports_hybrid
-from engram.stores.memory.history import current_versions_steps
+from engram.stores.memory.history import MAX_EARLIER, current_versions_steps
 from engram.stores.memory.manage.restore import RestoreResult, delete_memory_steps, restore_steps
 from engram.stores.memory.recall import (
     Ranking,
@@ -447,11 +447,21 @@ class LongTermMemory:
 
     def recall_steps(self, user_id: str, query: str, k: int) -> Steps[list[ScoredMemory]]:
         """The steps of `arecall_for_turn` (to run with others: `engram.stores.steps.together`)."""
-        matched = yield from self._search(
-            user_id, query, k, None, include_superseded=True, include_forgotten=False,
+        namespace, pool = self.namespace(user_id), k + MAX_EARLIER if k > 0 else 0
+        matched = yield from self._search(  # room for versions of one memory, folded into one
+            user_id, query, pool, None, include_superseded=True, include_forgotten=False,
             touch=False, ranking="recall",
         )
-        return (yield from current_versions_steps(self.namespace(user_id), matched))
+        shown = yield from current_versions_steps(namespace, matched, k)
+        if len(shown) < k and len(matched) == pool:  # versions of few memories crowded it
+            current = yield from self._search(
+                user_id, query, k, None, include_superseded=False, include_forgotten=False,
+                touch=False, ranking="recall",
+            )
+            both = {s.memory.id: s for s in [*current, *matched]}
+            ranked = sorted(both.values(), key=lambda s: s.score, reverse=True)
+            shown = yield from current_versions_steps(namespace, ranked, k)
+        return shown
 
     def _touch(self, user_id: str, memory_ids: Sequence[str]) -> Steps[list[Memory]]:
         touched = yield from touch_steps(self.namespace(user_id), memory_ids, now=self.clock())

@@ -75,6 +75,11 @@ class Memory(BaseModel):
     supersedes: list[str] = Field(default_factory=list)
     """Ids of the memories this one replaced."""
     superseded_by: str | None = None
+    replaced_as: Literal["changed", "edited", "compressed"] | None = None
+    """Why `superseded_by` replaced it: a later statement changed it (the write policy), the
+    person edited it, or maintenance compressed it into a summary. Only a change is history
+    that recall shows ("earlier: ..."); None, for memories replaced before this was recorded,
+    counts as a change."""
     kept_as: str | None = None
     """When a change retired only part of this memory, the memory that holds the rest (with this
     one's date and sources); undoing the change forgets it."""

@@ -131,7 +131,7 @@ _LABELS: tuple[_Label, ...] = (
     _Label("api_token",
            r"(?i:\b(?:secret[_\s]?key|(?:client|app|api)[_\s]?secret|api[_\s\-]?key|apikey|app[_\s]?key"
            r"|access[_\s]?(?:token|key)"
-           r"|auth[_\s]?token|token|private[_\s]?key(?:[_\s]?id)?|(?:aws_)?secret_?access_?key|account_?key"
+           r"|auth[_\s]?token|token|private[_\s\-]?key(?:[_\s\-]?id)?|(?:aws_)?secret_?access_?key|account_?key"
            r"|shared_?access_?key|signing_?key|encryption_?key|master_?key))",
            ("secret", "api", "key", "access", "auth", "token"), _TOKEN_LIKE),
     _Label("api_token", r"(?i:\b(?:key|secret))", ("key", "secret"), _TOKEN_LIKE, strict=True),

@@ -342,7 +342,7 @@ async def test_a_memory_the_model_wrote_from_nothing_the_user_said_is_dropped_an
     assert [m.content for m in LongTermMemory(store).list(USER)] == ["The user prefers dark mode"]
     dropped = [f for f in state["failures"] if f["stage"] == "ungrounded"]
     assert [f["error"] for f in dropped] == [
-        "UngroundedMemory: Este é o que você gostaria de salvar",
-        "UngroundedMemory: The user will visit the Louvre and Sainte-Chapelle",
+        "Este é o que você gostaria de salvar",
+        "The user will visit the Louvre and Sainte-Chapelle",
     ]
     assert [e["event"] for e in events] == ["memory.created"]

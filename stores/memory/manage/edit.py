@@ -66,7 +66,10 @@ def edit_steps(
         source_message_ids=memory.source_message_ids,
         **{"key": memory.key, **procedure},
     )
-    old = memory.model_copy(update={"valid_until": now, "superseded_by": new.id, "updated_at": now})
+    old = memory.model_copy(
+        update={"valid_until": now, "superseded_by": new.id, "replaced_as": "edited",
+                "updated_at": now}
+    )
     # Two batches, the new version first (an interruption leaves both current, never neither);
     # langgraph's InMemoryStore also fails on two puts of one text in a batch (a category edit).
     yield [

@@ -196,6 +196,8 @@ def _retire_if_all_back(
 
 
 def _unsupersede(memory: Memory, now: str) -> Memory:
-    return memory.model_copy(update={"valid_until": None, "superseded_by": None, "updated_at": now})
+    return memory.model_copy(
+        update={"valid_until": None, "superseded_by": None, "replaced_as": None, "updated_at": now}
+    )
 
 

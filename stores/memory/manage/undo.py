@@ -73,7 +73,8 @@ def undo_steps(user_id: str, memory_id: str, now: str) -> Steps[UndoResult | Non
     kept = yield [GetOp(namespace, old.kept_as) for old in replaced if old.kept_as]
     restored = [
         old.model_copy(
-            update={"valid_until": None, "superseded_by": None, "kept_as": None, "updated_at": now}
+            update={"valid_until": None, "superseded_by": None, "replaced_as": None,
+                    "kept_as": None, "updated_at": now}
         )
         for old in replaced
     ]

@@ -535,6 +535,7 @@ def _supersede(write: Write, olds: list[Memory], new: Memory, *, reason: str) ->
             update={
                 "valid_until": now,
                 "superseded_by": new.id,
+                "replaced_as": "changed",
                 "updated_at": now,
                 "kept_as": kept[o.id].id if o.id in kept else None,
             }

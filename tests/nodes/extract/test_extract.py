@@ -442,6 +442,10 @@ ORDINARY_ANSWERS = [
     ("你老家是哪的？", "湖南岳阳 每年过年回去"),
     ("How long have you been climbing?", "about 3 years, mostly bouldering at the depot"),
     ("你做什么工作的？", "在银行做风控 干了五年了"),
+    # asked of the user, though about now or as a guess
+    ("Are you still living in Berlin right now?", "nope, hamburg since may, near the harbour"),
+    ("What are you working on at the moment at your job?", "migrating billing to stripe connect"),
+    ("Perhaps you're a morning person?", "yes, up at 5:30 for a run most days"),
 ]
 """Answers to ordinary questions about the user: each keeps its memory whatever rule is added
 that removes small talk."""
