@@ -40,6 +40,7 @@ def suite_metrics(**overrides):
         "model_calls_per_turn": 1.0,
         "model_tokens_per_turn": 0.0,
         "memory_model_fallbacks": 0,
+        "ungrounded_memories": 0,
         "recall_timeouts": 0,
         "latency_p50_ms": {"start": 12.5, "respond": 1.0},
         "latency_p95_ms": {"start": 40.0, "respond": 3.0},
