@@ -4,6 +4,7 @@ Run::
 
     python -m engram.evals.bench graph                   # table + JSON on stdout
     python -m engram.evals.bench graph --json out.json   # also write the JSON to a file
+    python -m engram.evals.bench graph --load 2          # also recall, quiet and under load
 
 What one "turn" measures here is engram's own work around the model call: `start` (current
 input, recall query, recall through `LongTermMemory`, budget and context build), the compaction
@@ -25,6 +26,11 @@ between 100 and 1000 messages.
 Times are wall-clock; `total_cpu` is this process's CPU time over the same span (every thread,
 Chroma's included): on a machine shared with other work it shows how much of the wall time was
 spent waiting for a core.
+
+With `--load N`, a third section times a turn's recall alone (`engram.nodes.start.recall` on the
+ChromaStore: memories and archived messages) on a quiet machine and with N busy processes
+running alongside, in alternating rounds, and prints p50 / p95 of each side by side: what a
+busy machine does to recall's time budget (`recall.timeout_ms`, 500 ms).
 
 A second section runs whole turns through the compiled graph (`ainvoke` with an instant fake
 model and `InMemorySaver`) to show what LangGraph's own machinery and the checkpoint add.
@@ -57,11 +63,12 @@ from rich.console import Console
 from rich.table import Table
 
 from engram.evals.bench.stores import code_state
+from engram.evals.bench.stress import cpu_load
 from engram.graph.builder import build_graph
 from engram.nodes.compact import should_compact
 from engram.nodes.consolidate import consolidation_trigger
 from engram.nodes.context import Compaction, Context
-from engram.nodes.start import make_start
+from engram.nodes.start import make_start, recall
 from engram.nodes.text.tokens import counter_for_model
 from engram.stores.chroma.store import ChromaStore
 from engram.stores.memory.long_term import LongTermMemory
@@ -198,6 +205,29 @@ async def _timed_turns(graph: Any, size: int, iterations: int) -> list[float]:
     return out
 
 
+async def recall_under_load(
+    iterations: int, load: int, rounds: int = 4
+) -> dict[str, dict[str, float]]:
+    """p50 / p95 ms of a turn's recall on the ChromaStore, quiet and beside `load` busy
+    processes, in alternating rounds."""
+    busy_name = f"{load} busy {'process' if load == 1 else 'processes'}"
+    samples: dict[str, list[float]] = {"quiet": [], busy_name: []}
+    with store_with_memories("chroma") as store:
+        await recall(store, CONTEXT, "warm up")  # the first recall loads what later ones reuse
+        for _ in range(rounds):
+            for name, busy in zip(samples, (0, load), strict=True):
+                with cpu_load(busy):
+                    await asyncio.sleep(0.5 if busy else 0.0)  # the busy loops get going
+                    for i in range(iterations // rounds):
+                        started = time.perf_counter()
+                        await recall(store, CONTEXT, f"turn {i}: what changed in billing?")
+                        samples[name].append((time.perf_counter() - started) * 1000)
+    return {
+        name: {"p50_ms": round(statistics.median(v), 2), "p95_ms": round(percentile(v, 95), 2)}
+        for name, v in samples.items()
+    }
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
@@ -303,12 +333,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--graph-iterations", type=int, default=30, help="timed whole-graph turns per size"
     )
+    parser.add_argument(
+        "--load", type=int, default=0, metavar="N",
+        help="also time recall quiet and beside N busy processes",
+    )
     parser.add_argument("--json", type=Path, help="also write the JSON result to this file")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args.iterations, args.graph_iterations))
+    if args.load > 0:
+        result["recall_under_load"] = asyncio.run(recall_under_load(args.iterations, args.load))
     console = Console(width=160)
     console.print(_table(result))
     console.print(_targets_table(result))
+    if "recall_under_load" in result:
+        table = Table(title="a turn's recall (ChromaStore), quiet and under load")
+        for column in ("machine", "p50 ms", "p95 ms"):
+            table.add_column(column, justify="left" if column == "machine" else "right")
+        for name, figures in result["recall_under_load"].items():
+            table.add_row(name, f"{figures['p50_ms']:.2f}", f"{figures['p95_ms']:.2f}")
+        console.print(table)
     blob = json.dumps(result, indent=2)
     print(blob)
     if args.json:

@@ -90,6 +90,12 @@ def test_graph_bench_reports_every_store_and_size_with_a_verdict() -> None:
     assert set(result["code"]) == {"commit", "uncommitted"}
 
 
+def test_graph_bench_times_recall_quiet_and_under_load_side_by_side() -> None:
+    figures = asyncio.run(graph_bench.recall_under_load(iterations=8, load=1, rounds=2))
+    assert list(figures) == ["quiet", "1 busy process"]
+    assert all(0 < f["p50_ms"] <= f["p95_ms"] for f in figures.values())
+
+
 def test_concurrent_bench_reports_every_client_and_caller_kind_with_a_verdict() -> None:
     from engram.evals.bench.stores.concurrent import bench_concurrent
 
