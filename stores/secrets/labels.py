@@ -104,6 +104,13 @@ _LABELS: tuple[_Label, ...] = (
            ("pin", "passcode", "code", "combination", "combo", "padlock", "safe", "box"), _KEYPAD,
            strict=True),
     _Label("password", r"(?i:\bcode)", ("code",), _KEYED, strict=True),
+    _Label("password",
+           r"(?i:\bc[óo]digo\s+(?:del?|de\s+la|da|do)\s+(?:portal|puerta|port[ãa]o|porta|acceso|acesso|entrada"
+           r"|alarma|alarme|garaje|garagem)|\bcode\s+(?:de\s+(?:la\s+|l'))?(?:porte|portail|entr[ée]e"
+           r"|alarme)|\bdigicode|\bt[üu]r(?:öffner)?code|\bcodice\s+(?:del\s+)?(?:portone|cancello"
+           r"|porta|allarme))",
+           ("código", "codigo", "code", "codice"), _KEYPAD, strict=True,
+           space=r"(?:\s+(?:es|é|est|ist|è)\s+|\s*[:：]\s*|\s+)"),
     _Label("national_id",
            r"(?i:\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?|national\s+insurance(?:\s+(?:number|no\.?))?"
            r"|nino|\bni\s+(?:number|no\.?)|passport(?:\s+(?:number|no\.?|#))|(?:national|personal|government|citizen(?:ship)?|resident|identity)"
